@@ -1,0 +1,61 @@
+# shellcheck shell=bash
+# Common helpers for the project's scripts: paths, stage timing, errors.
+# Sourced, never run.
+
+TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BUILD=${BUILD:-$TOP/build}
+# shellcheck source=scripts/versions
+. "$TOP/scripts/versions"
+
+PROG=${PROG:-$(basename "$0")}
+
+die() {
+	printf '%s: error: %s\n' "$PROG" "$*" >&2
+	exit 1
+}
+
+warn() {
+	printf '%s: warning: %s\n' "$PROG" "$*" >&2
+}
+
+# stage NAME: announce a stage; stage_done: print how long it took.
+_stage_name=
+_stage_start=0
+stage() {
+	_stage_name=$1
+	_stage_start=$(date +%s.%N)
+	printf '==> %s: %s\n' "$PROG" "$_stage_name"
+}
+
+stage_done() {
+	local now
+	now=$(date +%s.%N)
+	printf '==> %s: %s: done in %.1fs\n' "$PROG" "$_stage_name" \
+		"$(echo "$now - $_stage_start" | bc)"
+}
+
+# Tag names cannot hold '~' or ':'.
+debian_tag() {
+	printf 'debian/%s' "$1" | tr '~:' '_.'
+}
+
+# The installed linux-source-6.12 version, or nothing.
+installed_source_version() {
+	dpkg-query -W -f='${Status} ${Version}\n' "$LINUX_SOURCE_PKG" 2>/dev/null |
+		awk '$3 == "installed" { print $4 }'
+}
+
+# Run make for the kernel with ccache when it is there. ccache is told to
+# ignore absolute paths below the checkout, so that a fresh clone in another
+# folder still hits the cache.
+kmake() {
+	local cc=gcc
+	if command -v ccache >/dev/null; then
+		cc="ccache gcc"
+		export CCACHE_BASEDIR=$TOP CCACHE_NOHASHDIR=1 CCACHE_SLOPPINESS=time_macros
+		export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-8G}
+	fi
+	KBUILD_BUILD_TIMESTAMP=${KBUILD_BUILD_TIMESTAMP:-'2026-01-01'} \
+	KBUILD_BUILD_USER=tlb KBUILD_BUILD_HOST=guest \
+		make -s CC="$cc" HOSTCC="$cc" "$@"
+}
