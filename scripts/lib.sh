@@ -59,3 +59,39 @@ kmake() {
 	KBUILD_BUILD_USER=tlb KBUILD_BUILD_HOST=guest \
 		make -s CC="$cc" HOSTCC="$cc" "$@"
 }
+
+# make_config SRC OBJ FRAGMENT...: tinyconfig with the fragments merged on
+# top, written to OBJ/.config only when it differs (so that an unchanged
+# config rebuilds nothing). Every option of the fragments must survive.
+make_config() {
+	local src=$1 obj=$2 cfg missing
+	shift 2
+	mkdir -p "$obj"
+	cfg=$(mktemp -d)
+	kmake -C "$src" O="$cfg" tinyconfig >/dev/null
+	(cd "$src" && scripts/kconfig/merge_config.sh -m -O "$cfg" "$cfg/.config" "$@") \
+		>"$cfg/merge.log" 2>&1 || { cat "$cfg/merge.log" >&2; rm -rf "$cfg"; die "merge_config failed"; }
+	kmake -C "$src" O="$cfg" olddefconfig >/dev/null
+	# The last fragment that names an option decides its value.
+	missing=$(cat "$@" | sed -n 's/^\(CONFIG_[A-Za-z0-9_]*\)=\(.*\)$/\1=\2/p; s/^# \(CONFIG_[A-Za-z0-9_]*\) is not set$/\1=n/p' |
+		awk -F= '{ v[$1] = $0; if (!($1 in seen)) { seen[$1] = 1; order[n++] = $1 } }
+			END { for (i = 0; i < n; i++) print v[order[i]] }' |
+		while IFS= read -r line; do
+			case $line in
+			*=n) ! grep -q "^${line%=n}=" "$cfg/.config" ||
+				echo "  ${line%=n} is not set (got: $(grep "^${line%=n}=" "$cfg/.config"))" ;;
+			*) grep -qxF "$line" "$cfg/.config" ||
+				echo "  $line (got: $(grep -E "^(# )?${line%%=*}[= ]" "$cfg/.config" || echo unset))" ;;
+			esac
+		done)
+	if [ -n "$missing" ]; then
+		rm -rf "$cfg"
+		die "the merged config lost options:
+$missing"
+	fi
+	if ! cmp -s "$cfg/.config" "$obj/.config"; then
+		cp "$cfg/.config" "$obj/.config"
+		echo "    config updated"
+	fi
+	rm -rf "$cfg"
+}

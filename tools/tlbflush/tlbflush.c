@@ -184,6 +184,7 @@ int main(int argc, char **argv)
 	char cpubuf[512];
 
 	prog_name = "tlbflush";
+	argv[0] = (char *)prog_name;	/* getopt's messages name the tool */
 	while ((opt = getopt_long(argc, argv, "t:Pd:c:qh", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 't':
