@@ -38,6 +38,7 @@ $(INITRAMFS): guest-image/init guest-image/build-initramfs $(DEPS_STAMP)
 	guest-image/build-initramfs $@
 
 tools: $(DEPS_STAMP)
+	$(MAKE) -s -C tools
 
 check: kernel guest tools
 	tests/check

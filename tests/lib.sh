@@ -49,3 +49,44 @@ expect_eq() {
 		fail "$1" "expected: $2" "got: $3"
 	fi
 }
+
+# dmesg_clean NAME: the kernel log has no warning, bug, lockdep report, soft
+# lockup or unclaimed NMI.
+DMESG_BAD='WARNING:|BUG:|Oops|general protection|possible circular locking|possible recursive locking|inconsistent lock state|suspicious RCU|soft lockup|hard LOCKUP|Uhhuh\. NMI received|Dazed and confused|stack-protector|UBSAN|KASAN'
+dmesg_clean() {
+	local bad
+	bad=$(dmesg | grep -E "$DMESG_BAD" | head -n 10)
+	if [ -z "$bad" ]; then
+		pass "$1"
+	else
+		fail "$1" "$bad"
+	fi
+}
+
+# tlb_ipis: TLB shootdown interrupts received, summed over the CPUs.
+tlb_ipis() {
+	awk '$1 == "TLB:" { s = 0; for (i = 2; i <= NF && $i ~ /^[0-9]+$/; i++) s += $i; print s }' /proc/interrupts
+}
+
+BTLB=/sys/kernel/debug/x86/broadcast_tlb
+
+# btlb FILE KEY: one counter from the debugfs directory of the series.
+btlb() {
+	awk -v k="$2" '$1 == k { print $2 }' "$BTLB/$1"
+}
+
+# settle_cpus: run a task on every CPU, so that lazy TLB references to
+# exited processes' mms are dropped and their global ASIDs freed.
+settle_cpus() {
+	local c
+	for c in $(seq 0 $(($(nproc) - 1))); do
+		taskset -c "$c" true 2>/dev/null
+	done
+}
+
+# json FILE EXPR: a value from a JSON file, EXPR in Python on the object 'j'.
+json() {
+	python3 -c 'import json, sys; j = json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"
+}
+
+TOOLS=$TOP/tools

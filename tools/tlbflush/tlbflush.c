@@ -31,7 +31,6 @@ struct worker {
 	int index;
 	int cpu;		/* -1: not pinned */
 	pthread_t thread;
-	pid_t pid;
 	uint64_t loops;
 	uint64_t failures;
 	uint64_t first_fail_loop;	/* loop number of the first failure */
@@ -51,6 +50,14 @@ struct shared {
 
 static struct shared *sh;
 static size_t page_size;
+static volatile sig_atomic_t interrupted;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	interrupted = 1;
+	atomic_store(&sh->stop, 1);
+}
 
 static void worker_fail(struct worker *w, const char *what)
 {
@@ -182,6 +189,7 @@ int main(int argc, char **argv)
 	uint64_t t0, t1, total = 0, failures = 0;
 	double elapsed;
 	char cpubuf[512];
+	pid_t pids[MAX_WORKERS];
 
 	prog_name = "tlbflush";
 	argv[0] = (char *)prog_name;	/* getopt's messages name the tool */
@@ -227,21 +235,37 @@ int main(int argc, char **argv)
 		sh->w[i].cpu = cpus.n ? cpus.cpu[i % cpus.n] : -1;
 	}
 
+	/* SIGINT/SIGTERM end the run early; the report still comes.
+	 * Set before fork: the children share sh and stop with everyone. */
+	{
+		struct sigaction sa;
+
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = on_signal;
+		sigemptyset(&sa.sa_mask);
+		sigaction(SIGINT, &sa, NULL);
+		sigaction(SIGTERM, &sa, NULL);
+	}
+
 	fflush(stdout);
 	fflush(stderr);
 	for (started = 0; started < nworkers; started++) {
 		struct worker *w = &sh->w[started];
 
 		if (processes) {
-			w->pid = fork();
-			if (w->pid == 0) {
+			/* pids stay private: the child must not write them into sh. */
+			pid_t pid = fork();
+
+			if (pid == 0) {
+				cpulist_free(&cpus);
 				run_worker(w);
 				_exit(0);
 			}
-			if (w->pid < 0) {
+			if (pid < 0) {
 				ret = errno;
 				break;
 			}
+			pids[started] = pid;
 		} else {
 			ret = pthread_create(&w->thread, NULL, thread_main, w);
 			if (ret)
@@ -252,7 +276,7 @@ int main(int argc, char **argv)
 		atomic_store(&sh->go, -1);
 		for (int i = 0; i < started; i++) {
 			if (processes)
-				waitpid(sh->w[i].pid, NULL, 0);
+				waitpid(pids[i], NULL, 0);
 			else
 				pthread_join(sh->w[i].thread, NULL);
 		}
@@ -276,17 +300,17 @@ int main(int argc, char **argv)
 		if (processes) {
 			int status;
 
-			if (waitpid(w->pid, &status, 0) < 0)
+			if (waitpid(pids[i], &status, 0) < 0)
 				fatal_errno("waitpid");
 			if (!WIFEXITED(status) || WEXITSTATUS(status)) {
 				if (WIFSIGNALED(status))
 					fprintf(stderr, "%s: error: worker %d (pid %d) killed by signal %d (%s)\n",
-						prog_name, i, (int)w->pid,
+						prog_name, i, (int)pids[i],
 						WTERMSIG(status),
 						strsignal(WTERMSIG(status)));
 				else
 					fprintf(stderr, "%s: error: worker %d (pid %d) exited with status %d\n",
-						prog_name, i, (int)w->pid,
+						prog_name, i, (int)pids[i],
 						WEXITSTATUS(status));
 				ret = EXIT_ERROR;
 			}
@@ -321,6 +345,7 @@ int main(int argc, char **argv)
 			json_null(&j, "cpus");
 		json_double(&j, "duration_s", duration);
 		json_double(&j, "elapsed_s", elapsed);
+		json_bool(&j, "interrupted", interrupted);
 		json_u64(&j, "region_bytes", REGION_SIZE);
 		json_u64(&j, "page_size", page_size);
 		json_u64(&j, "total_loops", total);
@@ -359,10 +384,11 @@ int main(int argc, char **argv)
 		       (double)total / elapsed, (unsigned long long)failures,
 		       ret == EXIT_PASS ? "PASS" : ret == EXIT_CHECK ? "FAIL" : "ERROR");
 	} else {
-		printf("tlbflush: %d %s (%s), %lu KiB region each, %.2f s, CPUs %s\n",
+		printf("tlbflush: %d %s (%s), %lu KiB region each, %.2f s, CPUs %s%s\n",
 		       nworkers, processes ? "processes" : "threads",
 		       processes ? "one mm each" : "one shared mm",
-		       REGION_SIZE >> 10, duration, cpus.n ? cpubuf : "not pinned");
+		       REGION_SIZE >> 10, duration, cpus.n ? cpubuf : "not pinned",
+		       interrupted ? " (interrupted)" : "");
 		for (int i = 0; i < nworkers; i++) {
 			struct worker *w = &sh->w[i];
 			char cpu[16] = "-";
