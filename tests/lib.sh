@@ -90,3 +90,30 @@ json() {
 }
 
 TOOLS=$TOP/tools
+
+# setup_zram SIZE: swap on a zram device (for the reclaim workload).
+setup_zram() {
+	[ -e /sys/block/zram0 ] || return 1
+	grep -q '^/dev/zram0' /proc/swaps && return 0
+	echo "$1" >/sys/block/zram0/disksize || return 1
+	mkswap /dev/zram0 >/dev/null 2>&1 || return 1
+	swapon /dev/zram0
+}
+
+# trace_on EVENT...: clear the trace buffer and enable tlb:EVENTs.
+trace_on() {
+	local e
+	echo 0 >/sys/kernel/tracing/tracing_on
+	: >/sys/kernel/tracing/trace
+	echo 16384 >/sys/kernel/tracing/buffer_size_kb
+	for e in "$@"; do
+		echo 1 >"/sys/kernel/tracing/events/tlb/$e/enable" || return 1
+	done
+	echo 1 >/sys/kernel/tracing/tracing_on
+}
+
+# trace_off: disable the tlb events; the buffer stays readable.
+trace_off() {
+	echo 0 >/sys/kernel/tracing/tracing_on
+	echo 0 >/sys/kernel/tracing/events/tlb/enable
+}

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# boot: soft
+# Under invlpgb=soft, a multi-threaded process busy on 8 CPUs gets a global
+# ASID, its flushes become INVLPGBs that send no TLB shootdown IPI, and the
+# ASID comes back when it exits.
+. "$(dirname "$0")/../lib.sh"
+t=$(mktemp -d)
+
+expect_eq "debugfs reports the software model" soft "$(cat $BTLB/mode 2>&1)"
+if dmesg | grep -q 'broadcast TLB invalidation: software model'; then
+	pass "the boot log names the software model"
+else
+	fail "the boot log names the software model" "$(dmesg | grep -i 'broadcast tlb\|invlpgb' | head -n 5)"
+fi
+n=$(grep -c '^flags.* pcid' /proc/cpuinfo)
+expect_eq "every CPU reports pcid (the software PCID model)" "$(nproc)" "$n"
+
+settle_cpus
+base=$(btlb global_asid in_use)
+cap=$(btlb global_asid capacity)
+diag "global ASID pool before: $base in use of $cap"
+"$TOOLS/tlbflush/tlbflush" -t 8 -c 0-7 -d 20 --json >"$t/flush.json" &
+pid=$!
+got=
+for _ in $(seq 1 150); do
+	[ "$(btlb global_asid in_use)" -gt "$base" ] && { got=1; break; }
+	sleep 0.1
+done
+if [ -n "$got" ]; then
+	pass "a process busy on 8 CPUs gets a global ASID"
+	sleep 0.5
+	i0=$(tlb_ipis) r0=$(btlb soft requests_issued) n0=$(btlb soft nmis_sent)
+	sleep 3
+	i1=$(tlb_ipis) r1=$(btlb soft requests_issued) n1=$(btlb soft nmis_sent)
+	ipis=$((i1 - i0)) reqs=$((r1 - r0)) nmis=$((n1 - n0))
+	diag "in 3 s with the global ASID: $ipis TLB shootdown IPIs, $reqs INVLPGB requests, $nmis model NMIs"
+	if [ "$reqs" -gt 100 ]; then
+		pass "its flushes are INVLPGB requests ($reqs in 3 s)"
+	else
+		fail "its flushes are INVLPGB requests ($reqs in 3 s)"
+	fi
+	if [ $((ipis * 100)) -lt "$reqs" ]; then
+		pass "its flushes send no TLB shootdown IPIs ($ipis IPIs for $reqs INVLPGBs)"
+	else
+		fail "its flushes send no TLB shootdown IPIs ($ipis IPIs for $reqs INVLPGBs)"
+	fi
+else
+	fail "a process busy on 8 CPUs gets a global ASID" "in_use stayed at $base"
+	skip "its flushes are INVLPGB requests" "no global ASID was assigned"
+	skip "its flushes send no TLB shootdown IPIs" "no global ASID was assigned"
+fi
+wait "$pid"
+rc=$?
+expect_eq "tlbflush's data checks pass" 0 "$rc"
+diag "tlbflush: $(json "$t/flush.json" '"%d loops, %.0f loops/s, %d failed checks" % (j["total_loops"], j["loops_per_sec"], j["failed_checks"])' 2>&1)"
+
+back=
+for _ in $(seq 1 50); do
+	settle_cpus
+	[ "$(btlb global_asid in_use)" -eq "$base" ] && { back=1; break; }
+	sleep 0.2
+done
+if [ -n "$back" ]; then
+	pass "the global ASID is given back when the process exits"
+else
+	fail "the global ASID is given back when the process exits" "in_use: $(btlb global_asid in_use), before: $base"
+fi
+dmesg_clean "dmesg is clean"
+rm -rf "$t"

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# boot: soft
+# tlbtop's error paths: bad options and arguments (exit 2 with the usage),
+# not root, no BTF, a kernel without the series' tracepoints (exit 3 with
+# a message that names what is missing), and none of them leaves a BPF
+# program loaded.
+. "$(dirname "$0")/../lib.sh"
+t=$(mktemp -d)
+T=$TOOLS/tlbtop/tlbtop
+
+if [ ! -x "$T" ]; then
+	fail "tlbtop is built" "no $T: make -C tools"
+	exit 0
+fi
+
+# run_t OUT ERR ARGS...: tlbtop's status in $rc.
+run_t() {
+	local o=$1 e=$2
+	shift 2
+	timeout 120 "$@" >"$o" 2>"$e"
+	rc=$?
+}
+
+# expect_err NAME STATUS PATTERN CMD...: CMD exits STATUS and its stderr
+# matches the extended regex PATTERN.
+expect_err() {
+	local name=$1 want=$2 pat=$3
+	shift 3
+	run_t "$t/out" "$t/err" "$@"
+	if [ "$rc" -eq "$want" ] && grep -Eq -- "$pat" "$t/err"; then
+		pass "$name"
+	else
+		fail "$name" "status $rc (want $want), stderr:" "$(head -n 8 "$t/err")"
+	fi
+}
+
+tlbtop_progs() {
+	bpftool -j prog show 2>/dev/null | python3 -c '
+import json, sys
+names = {n[:15] for n in sys.argv[1:]}
+print(sum(1 for p in json.load(sys.stdin) if p.get("name") in names))' \
+		csd_queue_cpu ipi_send_cpu ipi_send_cpumask tlb_flush broadcast_flush \
+		invlpgb_issue tlbsync_wait global_asid_assign global_asid_free \
+		global_asid_reset global_asid_transition_done tlbbatch_flush \
+		mm_vmscan_lru_shrink_inactive
+}
+
+usage='^Usage: tlbtop '
+expect_err "an unknown option exits 2" 2 "invalid option" "$T" -x
+expect_err "an unknown long option exits 2" 2 "unrecognized option" "$T" --bogus
+expect_err "an option without its value exits 2" 2 "requires an argument" "$T" -r
+expect_err "-r 0 exits 2 with the usage" 2 "$usage" "$T" -r 0
+expect_err "-r x exits 2 with the usage" 2 "$usage" "$T" -r x
+expect_err "-p 0 exits 2 with the usage" 2 "$usage" "$T" -p 0
+expect_err "-p -5 exits 2 with the usage" 2 "$usage" "$T" -p -5
+expect_err "-p of no process exits 2" 2 "no process with PID" "$T" -p 4194304
+expect_err "an unknown sort column exits 2" 2 "unknown column 'nope'" "$T" -s nope
+expect_err "INTERVAL 0 exits 2" 2 "INTERVAL: 0 is out of range" "$T" 0
+expect_err "INTERVAL past a day exits 2" 2 "INTERVAL: 86401 is out of range" "$T" 86401
+expect_err "a fractional INTERVAL exits 2" 2 "INTERVAL: '0.5' is not a number" "$T" 0.5
+expect_err "COUNT 0 exits 2" 2 "COUNT: 0 is out of range" "$T" 1 0
+expect_err "a third argument exits 2" 2 "unexpected argument '3'" "$T" 1 2 3
+expect_err "a huge number exits 2" 2 "too large" "$T" 99999999999999999999999
+run_t "$t/out" "$t/err" "$T" -h
+if [ "$rc" -eq 0 ] && grep -q 'ipis_avoided' "$t/out"; then pass "-h prints the help and exits 0"; else fail "-h prints the help and exits 0" "status $rc"; fi
+
+expect_err "not root exits 3 and says so" 3 "needs root" \
+	setpriv --reuid=65534 --regid=65534 --clear-groups "$T" -b 1 1
+expect_err "no BTF exits 3 and says so" 3 "the kernel has no BTF" \
+	unshare -m sh -c 'mount -t tmpfs none /sys/kernel/btf && exec "$0" -b 1 1' "$T"
+
+# A kernel without the series' events. On the patched kernel, show tlbtop
+# BTF in which one tracepoint's name is misspelt (same length, so the
+# BTF stays valid), bind-mounted over /sys/kernel/btf/vmlinux.
+msg='tlbtop: the kernel has no tracepoint tlb:broadcast_flush: boot the patched kernel \(make kernel\)'
+if grep -qa btf_trace_broadcast_flush /sys/kernel/btf/vmlinux; then
+	python3 - "$t/vmlinux.btf" <<'EOF'
+import sys
+d = open('/sys/kernel/btf/vmlinux', 'rb').read()
+old = b'\0btf_trace_broadcast_flush\0'
+assert d.count(old) == 1
+open(sys.argv[1], 'wb').write(d.replace(old, b'\0btf_trace_broadcast_flusX\0'))
+EOF
+	expect_err "a kernel without tlb:broadcast_flush: exit 3, the event named" 3 "$msg" \
+		unshare -m sh -c 'mount --bind "$1" /sys/kernel/btf/vmlinux && exec "$0" -b 1 1' "$T" "$t/vmlinux.btf"
+	if grep -q 'global_asid_assign\|tlbsync_wait' "$t/err"; then
+		fail "only the missing event is named" "$(cat "$t/err")"
+	else
+		pass "only the missing event is named"
+	fi
+else
+	diag "this kernel has no tlb:broadcast_flush: tlbtop must say so"
+	expect_err "a kernel without tlb:broadcast_flush: exit 3, the event named" 3 "$msg" "$T" -b 1 1
+fi
+expect_eq "no tlbtop program is loaded after the errors" 0 "$(tlbtop_progs)"
+rm -rf "$t"
