@@ -37,7 +37,7 @@ guest: $(INITRAMFS)
 $(INITRAMFS): guest-image/init guest-image/build-initramfs $(DEPS_STAMP)
 	guest-image/build-initramfs $@
 
-tools: $(DEPS_STAMP)
+tools: kernel
 	$(MAKE) -s -C tools
 
 check: kernel guest tools
