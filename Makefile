@@ -2,6 +2,11 @@
 #
 #   make demo     boot the patched kernel and show it working
 #   make check    build everything and run the test suite in the guest
+#   make compare  vanilla against the series: table and plots in build/results
+#   make bench-overhead  what tlbtop, bpftrace and perf record cost
+#   make check-series    every step of the series builds; checkpatch; W=1
+#   make check-debug     the guest tests on the debug kernel (lockdep, DEBUG_VM)
+#   make check-long      the long stress, churn, hotplug and soak tests
 #
 # Every target installs what it needs first (make deps, through a stamp).
 
@@ -11,7 +16,8 @@ DEPS_STAMP := $(BUILD)/.deps-stamp
 INITRAMFS := $(BUILD)/guest/initramfs.cpio.gz
 
 .PHONY: all deps tree kernel kernel-vanilla guest tools check demo \
-	check-series clean help
+	compare bench-overhead check-series kernel-debug check-debug \
+	check-long clean help
 
 all: kernel guest tools
 
@@ -32,6 +38,9 @@ kernel: tree
 kernel-vanilla: tree
 	scripts/build-kernel vanilla
 
+kernel-debug: tree
+	scripts/build-kernel debug
+
 guest: $(INITRAMFS)
 
 $(INITRAMFS): guest-image/init guest-image/build-initramfs $(DEPS_STAMP)
@@ -40,8 +49,20 @@ $(INITRAMFS): guest-image/init guest-image/build-initramfs $(DEPS_STAMP)
 tools: kernel
 	$(MAKE) -s -C tools
 
-check: kernel guest tools
+check: kernel kernel-vanilla guest tools
 	tests/check
+
+check-debug: kernel kernel-debug guest tools
+	tests/check --guest-only --kernel $(BUILD)/obj/debug/arch/x86/boot/bzImage
+
+check-long: kernel guest tools
+	tests/check --guest-only --long
+
+compare: kernel kernel-vanilla guest tools
+	scripts/compare
+
+bench-overhead: kernel guest tools
+	scripts/bench-overhead
 
 demo: kernel guest tools
 	scripts/demo

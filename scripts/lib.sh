@@ -60,6 +60,26 @@ kmake() {
 		make -s CC="$cc" HOSTCC="$cc" "$@"
 }
 
+# tree_fragment SRC IN OUT: the fragment IN less the options that the tree
+# SRC does not define (the series adds some), written to OUT; the options
+# left out are listed on stderr when VERBOSE is set.
+tree_fragment() {
+	local src=$1 in=$2 out=$3 defined
+	defined=$(mktemp)
+	git -C "$src" grep -hE '^[[:space:]]*(menu)?config[[:space:]]+[A-Za-z0-9_]+' -- '*Kconfig*' |
+		awk '{ print "CONFIG_" $2 }' | sort -u >"$defined"
+	awk -v verbose="${VERBOSE:-}" '
+		NR == FNR { def[$1] = 1; next }
+		/^CONFIG_[A-Za-z0-9_]+=/ { split($0, a, "="); sym = a[1] }
+		/^# CONFIG_[A-Za-z0-9_]+ is not set$/ { sym = $2 }
+		sym != "" && !(sym in def) {
+			if (verbose) print "    leaving out " sym " (not in this tree)" > "/dev/stderr"
+			sym = ""; next
+		}
+		{ sym = ""; print }' "$defined" "$in" >"$out"
+	rm -f "$defined"
+}
+
 # make_config SRC OBJ FRAGMENT...: tinyconfig with the fragments merged on
 # top, written to OBJ/.config only when it differs (so that an unchanged
 # config rebuilds nothing). Every option of the fragments must survive.

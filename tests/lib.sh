@@ -92,13 +92,7 @@ json() {
 TOOLS=$TOP/tools
 
 # setup_zram SIZE: swap on a zram device (for the reclaim workload).
-setup_zram() {
-	[ -e /sys/block/zram0 ] || return 1
-	grep -q '^/dev/zram0' /proc/swaps && return 0
-	echo "$1" >/sys/block/zram0/disksize || return 1
-	mkswap /dev/zram0 >/dev/null 2>&1 || return 1
-	swapon /dev/zram0
-}
+setup_zram() { "$TOP/scripts/setup-zram" "$1" 2>/dev/null; }
 
 # trace_on EVENT...: clear the trace buffer and enable tlb:EVENTs.
 trace_on() {
@@ -116,4 +110,45 @@ trace_on() {
 trace_off() {
 	echo 0 >/sys/kernel/tracing/tracing_on
 	echo 0 >/sys/kernel/tracing/events/tlb/enable
+}
+
+# tlbtop_progs: BPF programs of tlbtop still loaded (names cut to 15).
+tlbtop_progs() {
+	bpftool -j prog show 2>/dev/null | python3 -c '
+import json, sys
+names = {n[:15] for n in sys.argv[1:]}
+print(sum(1 for p in json.load(sys.stdin) if p.get("name") in names))' \
+		csd_queue_cpu ipi_send_cpu ipi_send_cpumask tlb_flush broadcast_flush \
+		invlpgb_issue tlbsync_wait global_asid_assign global_asid_free \
+		global_asid_reset global_asid_transition_done tlbbatch_flush \
+		mm_vmscan_lru_shrink_inactive
+}
+
+# no_progs_left NAME: none of tlbtop's programs is loaded (freeing them may
+# take a moment after the process is gone).
+no_progs_left() {
+	local n
+	for _ in $(seq 1 50); do
+		n=$(tlbtop_progs)
+		[ "$n" = 0 ] && { pass "$1"; return; }
+		sleep 0.1
+	done
+	fail "$1" "$n programs left" "$(bpftool prog show 2>&1 | head -n 20)"
+}
+
+# asid_replay TRACE CAPACITY: replay the global ASID events of TRACE with
+# tests/asid-replay.py; sets assigned, freed, resets and still (held at
+# the end), and reports the allocator's rules and the return of every ASID.
+asid_replay() {
+	local v errs
+	v=$(python3 "$TESTS_DIR/asid-replay.py" "$1" "$2")
+	read -r assigned freed resets still <<<"$(head -n 1 <<<"$v")"
+	diag "events: $assigned assigned, $freed freed, $resets resets, $still still held"
+	errs=$(grep '^error:' <<<"$v")
+	if [ -z "$errs" ]; then
+		pass "no ASID handed out while in use, or again before a reset, or beyond the cap"
+	else
+		fail "no ASID handed out while in use, or again before a reset, or beyond the cap" "$errs"
+	fi
+	expect_eq "every ASID came back (events)" 0 "$still"
 }

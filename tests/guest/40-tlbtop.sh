@@ -29,30 +29,6 @@ within() {
 	fi
 }
 
-# tlbtop_progs: BPF programs of tlbtop still loaded (names cut to 15).
-tlbtop_progs() {
-	bpftool -j prog show 2>/dev/null | python3 -c '
-import json, sys
-names = {n[:15] for n in sys.argv[1:]}
-print(sum(1 for p in json.load(sys.stdin) if p.get("name") in names))' \
-		csd_queue_cpu ipi_send_cpu ipi_send_cpumask tlb_flush broadcast_flush \
-		invlpgb_issue tlbsync_wait global_asid_assign global_asid_free \
-		global_asid_reset global_asid_transition_done tlbbatch_flush \
-		mm_vmscan_lru_shrink_inactive
-}
-
-# no_progs_left NAME: none of tlbtop's programs is loaded (freeing them may
-# take a moment after the process is gone).
-no_progs_left() {
-	local n
-	for _ in $(seq 1 50); do
-		n=$(tlbtop_progs)
-		[ "$n" = 0 ] && { pass "$1"; return; }
-		sleep 0.1
-	done
-	fail "$1" "$n programs left" "$(bpftool prog show 2>&1 | head -n 20)"
-}
-
 # start_tlbtop OUT ERR ARGS...: tlbtop in the background, attached when it
 # returns; its PID in $tp.
 start_tlbtop() {

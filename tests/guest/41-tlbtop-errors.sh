@@ -34,17 +34,6 @@ expect_err() {
 	fi
 }
 
-tlbtop_progs() {
-	bpftool -j prog show 2>/dev/null | python3 -c '
-import json, sys
-names = {n[:15] for n in sys.argv[1:]}
-print(sum(1 for p in json.load(sys.stdin) if p.get("name") in names))' \
-		csd_queue_cpu ipi_send_cpu ipi_send_cpumask tlb_flush broadcast_flush \
-		invlpgb_issue tlbsync_wait global_asid_assign global_asid_free \
-		global_asid_reset global_asid_transition_done tlbbatch_flush \
-		mm_vmscan_lru_shrink_inactive
-}
-
 usage='^Usage: tlbtop '
 expect_err "an unknown option exits 2" 2 "invalid option" "$T" -x
 expect_err "an unknown long option exits 2" 2 "unrecognized option" "$T" --bogus

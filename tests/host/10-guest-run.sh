@@ -32,13 +32,50 @@ expect_eq "a command that runs past --timeout: exit 124" 124 "$rc"
 
 # Two runs at once do not collide.
 t=$(mktemp -d)
-"$gr" -- sh -c 'echo one' >"$t/a" 2>&1 &
-"$gr" -- sh -c 'echo two' >"$t/b" 2>&1 &
+"$gr" -- sh -c 'echo one' >"$t/a" 2>"$t/a.err" &
+"$gr" -- sh -c 'echo two' >"$t/b" 2>"$t/b.err" &
 wait
 if [ "$(cat "$t/a")" = one ] && [ "$(cat "$t/b")" = two ]; then
 	pass "two guests at once keep their outputs apart"
 else
-	fail "two guests at once keep their outputs apart" "a: $(cat "$t/a")" "b: $(cat "$t/b")"
+	fail "two guests at once keep their outputs apart" \
+		"a: $(cat "$t/a" "$t/a.err")" "b: $(cat "$t/b" "$t/b.err")"
+fi
+
+# QEMU dying of SIGSEGV before the command starts. A stand-in
+# qemu-system-x86_64 first in PATH kills itself as many times as crash-limit
+# says, then runs the real one.
+real_qemu=$(command -v qemu-system-x86_64)
+cat >"$t/qemu-system-x86_64" <<STANDIN
+#!/bin/bash
+n=\$(cat "$t/crashes" 2>/dev/null || echo 0)
+if [ "\$n" -lt "\$(cat "$t/crash-limit")" ]; then
+	echo \$((n + 1)) >"$t/crashes"
+	kill -SEGV \$\$
+fi
+exec "$real_qemu" "\$@"
+STANDIN
+chmod +x "$t/qemu-system-x86_64"
+
+what="qemu crashing once during boot: booted again with a warning, the command's status"
+echo 1 >"$t/crash-limit"
+out=$(PATH=$t:$PATH "$gr" -- sh -c 'echo booted; exit 5' 2>"$t/err"); rc=$?
+if [ "$rc" -eq 5 ] && [ "$out" = booted ] && [ "$(cat "$t/crashes")" = 1 ] &&
+	grep -q 'qemu died of signal 11 .*booting again' "$t/err"; then
+	pass "$what"
+else
+	fail "$what" "status $rc, stdout '$out', crashes $(cat "$t/crashes")" "$(cat "$t/err")"
+fi
+
+what="qemu crashing every time: three boots, then exit 125 naming qemu"
+rm -f "$t/crashes"
+echo 99 >"$t/crash-limit"
+out=$(PATH=$t:$PATH "$gr" -- true 2>&1); rc=$?
+if [ "$rc" -eq 125 ] && [ "$(cat "$t/crashes")" = 3 ] &&
+	grep -q 'qemu itself died of signal 11' <<<"$out"; then
+	pass "$what"
+else
+	fail "$what" "status $rc, crashes $(cat "$t/crashes")" "$(tail -n 3 <<<"$out")"
 fi
 rm -rf "$t"
 
