@@ -6,7 +6,8 @@
 # WARNING, BUG or lockdep report. STRESS_SECS sets the time per stressor
 # (tests/long runs it longer); EXPECT says what the kernel should do:
 # broadcast (the default here: global ASIDs and INVLPGBs) or ipis (the
-# fallback profiles, tests/guest/6[5-6]-*).
+# fallback profiles, tests/guest/6[5-6]-*). Its temporary files go to
+# tmpfs: the 9p share does not truncate a file that was unlinked.
 . "$(dirname "$0")/../lib.sh"
 secs=${STRESS_SECS:-5}
 expect=${EXPECT:-broadcast}
@@ -23,7 +24,7 @@ i0=$(tlb_ipis)
 sc=$!
 sleep 2
 for s in $stressors; do
-	taskset -c 4-7 stress-ng --"$s" 4 --timeout "${secs}s" --metrics-brief \
+	taskset -c 4-7 stress-ng --"$s" 4 --timeout "${secs}s" --metrics-brief --temp-path "$t" \
 		>"$t/$s.log" 2>&1
 	rc=$?
 	if [ "$rc" -eq 0 ]; then

@@ -82,6 +82,8 @@ static int nthreads = 4;
 static int npasses = 3;
 static size_t page_size;
 static pthread_barrier_t barrier;
+static uint64_t warmup_ns = 500000000ULL;
+static char *warm_base;
 /* Phase times: the start, and when the last thread finished each phase. */
 static _Atomic uint64_t t_start, *t_write, *t_verify;
 static atomic_int stop;
@@ -471,12 +473,32 @@ static void time_max(_Atomic uint64_t *t)
 		;
 }
 
+/*
+ * All threads at once write a page of their own and MADV_DONTNEED it, over
+ * and over: the process flushes while running on several CPUs, which is
+ * what makes a kernel with the series give it a global ASID (it looks now
+ * and then, not at every flush). Reclaim's flushes are then broadcasts.
+ */
+static void warm_up(struct worker *w)
+{
+	volatile char *p = warm_base + (size_t)w->index * page_size;
+	uint64_t end = now_ns() + warmup_ns;
+
+	while (now_ns() < end && !atomic_load_explicit(&stop, memory_order_relaxed)) {
+		*p = 1;
+		madvise((void *)p, page_size, MADV_DONTNEED);
+	}
+}
+
 static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
 
 	if (w->cpu >= 0)
 		w->err = pin_self(w->cpu);
+	pthread_barrier_wait(&barrier);
+	if (warmup_ns && !w->err)
+		warm_up(w);
 	if (pthread_barrier_wait(&barrier) == PTHREAD_BARRIER_SERIAL_THREAD)
 		atomic_store(&t_start, now_ns());
 	for (int pass = 1; pass <= npasses; pass++) {
@@ -519,6 +541,10 @@ static void usage(void)
 "                       and memory.swap.max=max, run inside it, remove it at\n"
 "                       exit\n"
 "      --limit=SIZE     memory.max for --cgroup (default: half of anon+file)\n"
+"      --warmup=SECS    before the first pass, all threads flush a page of\n"
+"                       their own for SECS (default 0.5, 0 for none), so\n"
+"                       that a kernel with the series gives the process a\n"
+"                       global ASID and reclaim flushes it by broadcast\n"
 "  -q, --quiet          print only the summary line\n"
 "      --json           print one JSON object instead of the text report\n"
 "  -h, --help           show this help\n"
@@ -554,7 +580,7 @@ static void print_keys(const char *title, struct stat_key *keys)
 
 int main(int argc, char **argv)
 {
-	enum { OPT_JSON = 256, OPT_CGROUP, OPT_LIMIT };
+	enum { OPT_JSON = 256, OPT_CGROUP, OPT_LIMIT, OPT_WARMUP };
 	static const struct option longopts[] = {
 		{ "anon",    required_argument, NULL, 'm' },
 		{ "file",    required_argument, NULL, 'f' },
@@ -564,6 +590,7 @@ int main(int argc, char **argv)
 		{ "cpus",    required_argument, NULL, 'c' },
 		{ "cgroup",  required_argument, NULL, OPT_CGROUP },
 		{ "limit",   required_argument, NULL, OPT_LIMIT },
+		{ "warmup",  required_argument, NULL, OPT_WARMUP },
 		{ "quiet",   no_argument,       NULL, 'q' },
 		{ "json",    no_argument,       NULL, OPT_JSON },
 		{ "help",    no_argument,       NULL, 'h' },
@@ -625,6 +652,10 @@ int main(int argc, char **argv)
 		case OPT_LIMIT:
 			limit = opt_size("--limit", optarg, 1ULL << 20, MAX_SIZE);
 			limit_set = true;
+			break;
+		case OPT_WARMUP:
+			warmup_ns = strcmp(optarg, "0") == 0 ? 0 :
+				(uint64_t)(opt_seconds("--warmup", optarg, 0, 60) * 1e9);
 			break;
 		case 'q':
 			quiet = true;
@@ -723,6 +754,12 @@ int main(int argc, char **argv)
 	t_verify = calloc((size_t)npasses, sizeof(*t_verify));
 	if (!workers || !t_write || !t_verify)
 		fatal("out of memory");
+	if (warmup_ns) {
+		warm_base = mmap(NULL, page_size * (size_t)nthreads, PROT_READ | PROT_WRITE,
+				 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (warm_base == MAP_FAILED)
+			fatal_errno("mmap of the warm-up pages");
+	}
 	memset(workers, 0, sizeof(*workers) * (size_t)nthreads);
 
 	read_stats("/proc/vmstat", vm_keys, false);
@@ -756,6 +793,8 @@ int main(int argc, char **argv)
 		pthread_join(workers[i].thread, NULL);
 	pthread_barrier_destroy(&barrier);
 	t0 = t_start;
+	if (warm_base)
+		munmap(warm_base, page_size * (size_t)nthreads);
 
 	read_stats("/proc/vmstat", vm_keys, true);
 	if (cgroup) {
@@ -832,6 +871,7 @@ int main(int argc, char **argv)
 		json_str(&j, "dir", dir);
 		json_u64(&j, "passes", (uint64_t)npasses);
 		json_u64(&j, "threads", (uint64_t)nthreads);
+		json_double(&j, "warmup_s", (double)warmup_ns / 1e9);
 		json_u64(&j, "page_size", page_size);
 		if (cgroup) {
 			json_str(&j, "cgroup", cg_path);
