@@ -8,11 +8,11 @@
 . "$(dirname "$0")/../lib.sh"
 t=$(mktemp -d)
 T=$TOOLS/tlbtop/tlbtop
-fuzz=${FUZZ:-300}
+fuzz=${FUZZ:-150}
 signals=${SIGNALS:-8}
 
-# Command lines that are wrong in some way, one per line, arguments
-# separated by \x01, from a seeded generator (the seed is in the diagnostics).
+# Command lines that are wrong in some way, one per line, each argument
+# ended by \x01, from a seeded generator (the seed is in the diagnostics).
 seed=${SEED:-$RANDOM}
 diag "fuzz seed $seed ($fuzz command lines)"
 python3 - "$seed" "$fuzz" >"$t/cmds" <<'PY'
@@ -44,7 +44,8 @@ for _ in range(int(sys.argv[2])):
         a += ["1", "1", str(r.randint(1, 9))]
     else:                                         # option missing its value
         a.append(r.choice(sorted(needs)))
-    print("\x01".join(a))
+    # Each argument ends with \x01, so that an empty last one survives read.
+    print("".join(x + "\x01" for x in a))
 PY
 n=0 bad=0
 while IFS= read -r line; do
