@@ -12,6 +12,8 @@ cap=$(btlb global_asid capacity)
 settle_cpus
 avail0=$(btlb global_asid available)
 a0=$(btlb global_asid assigned)
+# Freed before the trace began, made reusable by its first reset.
+before=$(btlb global_asid awaiting_reset)
 trace_on global_asid_assign global_asid_free global_asid_reset
 start=$SECONDS
 for ((i = 0; i < n; i += 2)); do
@@ -30,7 +32,7 @@ if grep -q 'entries-in-buffer/entries-written: \([0-9]*\)/\1 ' "$t/trace"; then
 else
 	fail "the trace buffer kept every event" "$(grep entries-in-buffer "$t/trace")"
 fi
-asid_replay "$t/trace" "$cap"
+asid_replay "$t/trace" "$cap" "$before"
 if [ "$assigned" -ge $((n / 2)) ]; then
 	pass "most processes became global-ASID users ($assigned of $n)"
 else

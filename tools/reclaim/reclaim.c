@@ -14,6 +14,15 @@
  * With --cgroup the tool creates the cgroup itself, sets memory.max and
  * memory.swap.max, moves itself in, and at exit moves itself back to the
  * parent and removes the cgroup.
+ *
+ * With --hot, each thread also keeps a few pages of its own that it
+ * updates between every two pages of its sweeps: a counter it increments,
+ * checked against the last value it wrote. The pages stay in the thread's
+ * TLB while reclaim takes them (the hardware sets the accessed bit only
+ * when it loads a translation, so a page used through a cached one looks
+ * idle). A write that goes through a translation reclaim should have
+ * flushed lands in the freed page and is lost: the page comes back from
+ * swap with an older count.
  */
 #define _GNU_SOURCE
 #include "../common/common.h"
@@ -43,9 +52,11 @@
 #define MAX_SIZE	(1ULL << 40)
 #define MAX_PASS_TEXT	10	/* passes listed one by one in the text report */
 #define MAX_PASS_LIST	1000	/* ... and in the JSON report */
+#define MAX_HOT		64	/* hot pages per thread */
+#define SPARSE_WORDS	16	/* words of pattern in a page with --sparse */
 
-enum { R_ANON, R_FILE, NREGIONS };
-static const char *const region_name[NREGIONS] = { "anon", "file" };
+enum { R_ANON, R_FILE, NREGIONS, R_HOT = NREGIONS };
+static const char *const region_name[NREGIONS + 1] = { "anon", "file", "hot" };
 
 struct region {
 	char *base;
@@ -74,6 +85,10 @@ struct worker {
 	struct mismatch rec[MAX_RECS];
 	int nrec;
 	int err;
+	uint64_t hot_checks;
+	uint64_t hot_mismatches;
+	unsigned int hot_next;
+	uint64_t hot_val[MAX_HOT];	/* the last count written to each */
 } __attribute__((aligned(64)));
 
 static struct region regions[NREGIONS];
@@ -84,6 +99,9 @@ static size_t page_size;
 static pthread_barrier_t barrier;
 static uint64_t warmup_ns = 500000000ULL;
 static char *warm_base;
+static char *hot_base;
+static int nhot;
+static size_t pattern_words;	/* words that carry the pattern; the rest are 0 */
 /* Phase times: the start, and when the last thread finished each phase. */
 static _Atomic uint64_t t_start, *t_write, *t_verify;
 static atomic_int stop;
@@ -383,10 +401,65 @@ static inline uint64_t pattern_base(int region, int pass, uint64_t page)
 
 #define WORD_STEP 0x9e3779b97f4a7c15ULL
 
+/* Word k of a page: the pattern word v, or 0 past pattern_words (--sparse). */
+static inline uint64_t word_value(size_t k, uint64_t v)
+{
+	return k < pattern_words ? v : 0;
+}
+
 static void slice(size_t pages, int i, size_t *lo, size_t *hi)
 {
 	*lo = (size_t)((unsigned __int128)pages * (unsigned)i / (unsigned)nthreads);
 	*hi = (size_t)((unsigned __int128)pages * (unsigned)(i + 1) / (unsigned)nthreads);
+}
+
+static void record(struct worker *w, int region, int pass, int writer,
+		   uint64_t page, uint64_t word, uint64_t expected,
+		   uint64_t got, void *addr)
+{
+	struct mismatch *m;
+
+	w->mismatches++;
+	if (w->nrec == MAX_RECS)
+		return;
+	m = &w->rec[w->nrec++];
+	m->region = region;
+	m->pass = pass;
+	m->verifier = w->index;
+	m->writer = writer;
+	m->page = page;
+	m->word = word;
+	m->expected = expected;
+	m->got = got;
+	m->addr = addr;
+}
+
+/* Check the count in hot page i of this thread and, with bump, add one. */
+static void hot_check(struct worker *w, int pass, unsigned int i, bool bump)
+{
+	volatile uint64_t *p = (volatile uint64_t *)
+		(hot_base + ((size_t)w->index * (size_t)nhot + i) * page_size);
+	uint64_t got = *p;
+
+	w->hot_checks++;
+	if (got != w->hot_val[i]) {
+		w->hot_mismatches++;
+		record(w, R_HOT, pass, w->index, (uint64_t)w->index * (uint64_t)nhot + i,
+		       0, w->hot_val[i], got, (void *)p);
+		/* Go on from what the page holds: one loss, one mismatch. */
+		w->hot_val[i] = got;
+	}
+	if (bump)
+		*p = ++w->hot_val[i];
+}
+
+static inline void hot_touch(struct worker *w, int pass)
+{
+	if (!nhot)
+		return;
+	hot_check(w, pass, w->hot_next, true);
+	if (++w->hot_next == (unsigned int)nhot)
+		w->hot_next = 0;
 }
 
 static void write_slice(struct worker *w, int pass)
@@ -404,8 +477,9 @@ static void write_slice(struct worker *w, int pass)
 			if (atomic_load_explicit(&stop, memory_order_relaxed))
 				return;
 			for (size_t k = 0; k < words; k++, v += WORD_STEP)
-				p[k] = v;
+				p[k] = word_value(k, v);
 			w->written++;
+			hot_touch(w, pass);
 		}
 	}
 }
@@ -430,25 +504,14 @@ static void verify_slice(struct worker *w, int pass)
 			if (atomic_load_explicit(&stop, memory_order_relaxed))
 				return;
 			for (k = 0; k < words; k++, v += WORD_STEP)
-				if (p[k] != v)
+				if (p[k] != word_value(k, v))
 					break;
 			w->verified++;
+			hot_touch(w, pass);
 			if (k == words)
 				continue;
-			w->mismatches++;
-			if (w->nrec < MAX_RECS) {
-				struct mismatch *m = &w->rec[w->nrec++];
-
-				m->region = r;
-				m->pass = pass;
-				m->verifier = w->index;
-				m->writer = owner;
-				m->page = pg;
-				m->word = k;
-				m->expected = v;
-				m->got = p[k];
-				m->addr = (void *)&p[k];
-			}
+			record(w, r, pass, owner, pg, k, word_value(k, v), p[k],
+			       (void *)&p[k]);
 		}
 	}
 }
@@ -511,6 +574,10 @@ static void *worker_main(void *arg)
 		time_max(&t_verify[pass - 1]);
 		pthread_barrier_wait(&barrier);
 	}
+	/* The last word on each hot page. */
+	for (int i = 0; i < nhot && !w->err &&
+	     !atomic_load_explicit(&stop, memory_order_relaxed); i++)
+		hot_check(w, npasses, (unsigned int)i, false);
 	return NULL;
 }
 
@@ -541,6 +608,12 @@ static void usage(void)
 "                       and memory.swap.max=max, run inside it, remove it at\n"
 "                       exit\n"
 "      --limit=SIZE     memory.max for --cgroup (default: half of anon+file)\n"
+"      --hot=N          each thread also updates N pages of its own (0..%d,\n"
+"                       default 0) between every two pages of its sweeps and\n"
+"                       checks that no update was lost\n"
+"      --sparse         only the first %d words of a page carry the pattern,\n"
+"                       the rest are zero: pages compress well, so swap on\n"
+"                       zram frees memory (for reclaim without a cgroup)\n"
 "      --warmup=SECS    before the first pass, all threads flush a page of\n"
 "                       their own for SECS (default 0.5, 0 for none), so\n"
 "                       that a kernel with the series gives the process a\n"
@@ -551,7 +624,7 @@ static void usage(void)
 "\n"
 "Exit status: 0 every page read back right, 1 a page did not, 2 bad option or\n"
 "argument, 3 a system call failed or the run was interrupted.\n",
-	       prog_name, MAX_PASSES, MAX_THREADS);
+	       prog_name, MAX_PASSES, MAX_THREADS, MAX_HOT, SPARSE_WORDS);
 }
 
 static void json_keys(struct json *j, const char *name, struct stat_key *keys)
@@ -580,7 +653,7 @@ static void print_keys(const char *title, struct stat_key *keys)
 
 int main(int argc, char **argv)
 {
-	enum { OPT_JSON = 256, OPT_CGROUP, OPT_LIMIT, OPT_WARMUP };
+	enum { OPT_JSON = 256, OPT_CGROUP, OPT_LIMIT, OPT_WARMUP, OPT_HOT, OPT_SPARSE };
 	static const struct option longopts[] = {
 		{ "anon",    required_argument, NULL, 'm' },
 		{ "file",    required_argument, NULL, 'f' },
@@ -591,6 +664,8 @@ int main(int argc, char **argv)
 		{ "cgroup",  required_argument, NULL, OPT_CGROUP },
 		{ "limit",   required_argument, NULL, OPT_LIMIT },
 		{ "warmup",  required_argument, NULL, OPT_WARMUP },
+		{ "hot",     required_argument, NULL, OPT_HOT },
+		{ "sparse",  no_argument,       NULL, OPT_SPARSE },
 		{ "quiet",   no_argument,       NULL, 'q' },
 		{ "json",    no_argument,       NULL, OPT_JSON },
 		{ "help",    no_argument,       NULL, 'h' },
@@ -608,9 +683,9 @@ int main(int argc, char **argv)
 	uint64_t anon_bytes = 256ULL << 20, file_bytes = 64ULL << 20, limit = 0;
 	const char *dir = "/tmp", *cgroup = NULL;
 	struct cpulist cpus = { 0, NULL };
-	bool quiet = false, json = false, limit_set = false;
+	bool quiet = false, json = false, limit_set = false, sparse = false;
 	int opt, ret, fd = -1, started;
-	uint64_t t0, written = 0, verified = 0, bad = 0;
+	uint64_t t0, written = 0, verified = 0, bad = 0, hot_checks = 0, hot_bad = 0;
 	uint64_t reclaimed = 0, scanned = 0, swapped = 0, refaults = 0;
 	const char *reclaimed_src = NULL, *scanned_src = NULL, *swapped_src = NULL;
 	const char *refault_src = NULL;
@@ -657,6 +732,12 @@ int main(int argc, char **argv)
 			warmup_ns = strcmp(optarg, "0") == 0 ? 0 :
 				(uint64_t)(opt_seconds("--warmup", optarg, 0, 60) * 1e9);
 			break;
+		case OPT_SPARSE:
+			sparse = true;
+			break;
+		case OPT_HOT:
+			nhot = (int)opt_u64("--hot", optarg, 0, MAX_HOT);
+			break;
 		case 'q':
 			quiet = true;
 			break;
@@ -673,6 +754,7 @@ int main(int argc, char **argv)
 	usage_no_operands(argc, argv, optind);
 
 	page_size = (size_t)sysconf(_SC_PAGESIZE);
+	pattern_words = sparse ? SPARSE_WORDS : page_size / sizeof(uint64_t);
 	anon_bytes = (anon_bytes + page_size - 1) & ~(uint64_t)(page_size - 1);
 	file_bytes = (file_bytes + page_size - 1) & ~(uint64_t)(page_size - 1);
 	if (!anon_bytes && !file_bytes)
@@ -760,6 +842,15 @@ int main(int argc, char **argv)
 		if (warm_base == MAP_FAILED)
 			fatal_errno("mmap of the warm-up pages");
 	}
+	if (nhot) {
+		size_t len = page_size * (size_t)nhot * (size_t)nthreads;
+
+		hot_base = mmap(NULL, len, PROT_READ | PROT_WRITE,
+				MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (hot_base == MAP_FAILED)
+			fatal_errno("mmap of the hot pages");
+		madvise(hot_base, len, MADV_NOHUGEPAGE);
+	}
 	memset(workers, 0, sizeof(*workers) * (size_t)nthreads);
 
 	read_stats("/proc/vmstat", vm_keys, false);
@@ -795,6 +886,8 @@ int main(int argc, char **argv)
 	t0 = t_start;
 	if (warm_base)
 		munmap(warm_base, page_size * (size_t)nthreads);
+	if (hot_base)
+		munmap(hot_base, page_size * (size_t)nhot * (size_t)nthreads);
 
 	read_stats("/proc/vmstat", vm_keys, true);
 	if (cgroup) {
@@ -820,6 +913,8 @@ int main(int argc, char **argv)
 		written += w->written;
 		verified += w->verified;
 		bad += w->mismatches;
+		hot_checks += w->hot_checks;
+		hot_bad += w->hot_mismatches;
 		for (int k = 0; k < w->nrec; k++)
 			recs[nrecs++] = w->rec[k];
 	}
@@ -871,6 +966,7 @@ int main(int argc, char **argv)
 		json_str(&j, "dir", dir);
 		json_u64(&j, "passes", (uint64_t)npasses);
 		json_u64(&j, "threads", (uint64_t)nthreads);
+		json_bool(&j, "sparse", sparse);
 		json_double(&j, "warmup_s", (double)warmup_ns / 1e9);
 		json_u64(&j, "page_size", page_size);
 		if (cgroup) {
@@ -900,6 +996,9 @@ int main(int argc, char **argv)
 		json_u64(&j, "pages_touched", written);
 		json_u64(&j, "pages_verified", verified);
 		json_u64(&j, "mismatches", bad);
+		json_u64(&j, "hot_pages_per_thread", (uint64_t)nhot);
+		json_u64(&j, "hot_checks", hot_checks);
+		json_u64(&j, "hot_mismatches", hot_bad);
 		json_arr_begin(&j, "first_mismatches");
 		for (int k = 0; k < nrecs; k++) {
 			char a[32];
@@ -959,9 +1058,10 @@ int main(int argc, char **argv)
 		json_obj_end(&j);
 		json_end(&j);
 	} else if (quiet) {
-		printf("reclaim: %llu pages touched, %llu verified, %llu mismatches, %llu reclaimed, %llu swapped out: %s\n",
+		printf("reclaim: %llu pages touched, %llu verified, %llu mismatches (%llu on hot pages), %llu reclaimed, %llu swapped out: %s\n",
 		       (unsigned long long)written, (unsigned long long)verified,
-		       (unsigned long long)bad, (unsigned long long)reclaimed,
+		       (unsigned long long)bad, (unsigned long long)hot_bad,
+		       (unsigned long long)reclaimed,
 		       (unsigned long long)swapped,
 		       ret == EXIT_PASS ? "PASS" : ret == EXIT_CHECK ? "FAIL" : "ERROR");
 	} else {
@@ -988,6 +1088,10 @@ int main(int argc, char **argv)
 		printf("pages touched: %llu\n", (unsigned long long)written);
 		printf("pages verified: %llu\n", (unsigned long long)verified);
 		printf("mismatches: %llu\n", (unsigned long long)bad);
+		if (nhot)
+			printf("hot pages: %d per thread, %llu checks, %llu lost updates\n",
+			       nhot, (unsigned long long)hot_checks,
+			       (unsigned long long)hot_bad);
 		for (int k = 0; k < nrecs; k++)
 			printf("  %s page %llu at %p (word %llu), pass %d: expected 0x%016llx, got 0x%016llx (written by thread %d, read by thread %d)\n",
 			       region_name[recs[k].region],

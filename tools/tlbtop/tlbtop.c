@@ -331,7 +331,8 @@ static bool kv_get(const struct kv *kv, const char *key, unsigned long long *v)
 static bool kv_is_level(const char *key)
 {
 	return !strcmp(key, "capacity") || !strcmp(key, "in_use") ||
-	       !strcmp(key, "available") || !strcmp(key, "invlpgb_count_max");
+	       !strcmp(key, "available") || !strcmp(key, "awaiting_reset") ||
+	       !strcmp(key, "invlpgb_count_max");
 }
 
 struct debugfs {
