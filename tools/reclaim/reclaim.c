@@ -23,6 +23,11 @@
  * idle). A write that goes through a translation reclaim should have
  * flushed lands in the freed page and is lost: the page comes back from
  * swap with an older count.
+ *
+ * With --lock, the tool's own memory (code, data, heap, thread stacks) is
+ * locked before the working set is mapped, so that reclaim takes only the
+ * working set and a write through a stale translation corrupts the data
+ * that the check reads, not the tool's own state.
  */
 #define _GNU_SOURCE
 #include "../common/common.h"
@@ -54,6 +59,7 @@
 #define MAX_PASS_LIST	1000	/* ... and in the JSON report */
 #define MAX_HOT		64	/* hot pages per thread */
 #define SPARSE_WORDS	16	/* words of pattern in a page with --sparse */
+#define LOCK_STACK	(256 << 10)	/* a thread's stack with --lock */
 
 enum { R_ANON, R_FILE, NREGIONS, R_HOT = NREGIONS };
 static const char *const region_name[NREGIONS + 1] = { "anon", "file", "hot" };
@@ -614,6 +620,9 @@ static void usage(void)
 "      --sparse         only the first %d words of a page carry the pattern,\n"
 "                       the rest are zero: pages compress well, so swap on\n"
 "                       zram frees memory (for reclaim without a cgroup)\n"
+"      --lock           lock the tool's own memory (code, data, heap, thread\n"
+"                       stacks) before mapping the working set: reclaim\n"
+"                       takes only the working set\n"
 "      --warmup=SECS    before the first pass, all threads flush a page of\n"
 "                       their own for SECS (default 0.5, 0 for none), so\n"
 "                       that a kernel with the series gives the process a\n"
@@ -653,7 +662,8 @@ static void print_keys(const char *title, struct stat_key *keys)
 
 int main(int argc, char **argv)
 {
-	enum { OPT_JSON = 256, OPT_CGROUP, OPT_LIMIT, OPT_WARMUP, OPT_HOT, OPT_SPARSE };
+	enum { OPT_JSON = 256, OPT_CGROUP, OPT_LIMIT, OPT_WARMUP, OPT_HOT, OPT_SPARSE,
+	       OPT_LOCK };
 	static const struct option longopts[] = {
 		{ "anon",    required_argument, NULL, 'm' },
 		{ "file",    required_argument, NULL, 'f' },
@@ -666,6 +676,7 @@ int main(int argc, char **argv)
 		{ "warmup",  required_argument, NULL, OPT_WARMUP },
 		{ "hot",     required_argument, NULL, OPT_HOT },
 		{ "sparse",  no_argument,       NULL, OPT_SPARSE },
+		{ "lock",    no_argument,       NULL, OPT_LOCK },
 		{ "quiet",   no_argument,       NULL, 'q' },
 		{ "json",    no_argument,       NULL, OPT_JSON },
 		{ "help",    no_argument,       NULL, 'h' },
@@ -684,6 +695,9 @@ int main(int argc, char **argv)
 	const char *dir = "/tmp", *cgroup = NULL;
 	struct cpulist cpus = { 0, NULL };
 	bool quiet = false, json = false, limit_set = false, sparse = false;
+	bool lock = false;
+	char *stacks = NULL;
+	pthread_attr_t attr;
 	int opt, ret, fd = -1, started;
 	uint64_t t0, written = 0, verified = 0, bad = 0, hot_checks = 0, hot_bad = 0;
 	uint64_t reclaimed = 0, scanned = 0, swapped = 0, refaults = 0;
@@ -735,6 +749,9 @@ int main(int argc, char **argv)
 		case OPT_SPARSE:
 			sparse = true;
 			break;
+		case OPT_LOCK:
+			lock = true;
+			break;
 		case OPT_HOT:
 			nhot = (int)opt_u64("--hot", optarg, 0, MAX_HOT);
 			break;
@@ -782,6 +799,25 @@ int main(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
 	atexit(cleanup);
+
+	workers = aligned_alloc(64, sizeof(*workers) * (size_t)nthreads);
+	t_write = calloc((size_t)npasses, sizeof(*t_write));
+	t_verify = calloc((size_t)npasses, sizeof(*t_verify));
+	if (!workers || !t_write || !t_verify)
+		fatal("out of memory");
+	if ((ret = pthread_attr_init(&attr))) {
+		errno = ret;
+		fatal_errno("pthread_attr_init");
+	}
+	if (lock) {
+		/* Everything mapped so far, thread stacks included; not the rest. */
+		stacks = mmap(NULL, (size_t)LOCK_STACK * (size_t)nthreads,
+			      PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (stacks == MAP_FAILED)
+			fatal_errno("mmap of the thread stacks");
+		if (mlockall(MCL_CURRENT))
+			fatal_errno("mlockall (--lock)");
+	}
 
 	if (cgroup) {
 		cg_setup(limit);
@@ -831,11 +867,6 @@ int main(int argc, char **argv)
 		close(fd);
 	}
 
-	workers = aligned_alloc(64, sizeof(*workers) * (size_t)nthreads);
-	t_write = calloc((size_t)npasses, sizeof(*t_write));
-	t_verify = calloc((size_t)npasses, sizeof(*t_verify));
-	if (!workers || !t_write || !t_verify)
-		fatal("out of memory");
 	if (warmup_ns) {
 		warm_base = mmap(NULL, page_size * (size_t)nthreads, PROT_READ | PROT_WRITE,
 				 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -868,7 +899,10 @@ int main(int argc, char **argv)
 	for (started = 0; started < nthreads; started++) {
 		workers[started].index = started;
 		workers[started].cpu = cpus.n ? cpus.cpu[started % cpus.n] : -1;
-		ret = pthread_create(&workers[started].thread, NULL, worker_main,
+		if (stacks)
+			pthread_attr_setstack(&attr, stacks + (size_t)started * LOCK_STACK,
+					      LOCK_STACK);
+		ret = pthread_create(&workers[started].thread, &attr, worker_main,
 				     &workers[started]);
 		if (ret) {
 			errno = ret;
@@ -883,6 +917,11 @@ int main(int argc, char **argv)
 	for (int i = 0; i < nthreads; i++)
 		pthread_join(workers[i].thread, NULL);
 	pthread_barrier_destroy(&barrier);
+	pthread_attr_destroy(&attr);
+	if (stacks) {
+		munmap(stacks, (size_t)LOCK_STACK * (size_t)nthreads);
+		munlockall();
+	}
 	t0 = t_start;
 	if (warm_base)
 		munmap(warm_base, page_size * (size_t)nthreads);
@@ -967,6 +1006,8 @@ int main(int argc, char **argv)
 		json_u64(&j, "passes", (uint64_t)npasses);
 		json_u64(&j, "threads", (uint64_t)nthreads);
 		json_bool(&j, "sparse", sparse);
+		json_bool(&j, "lock", lock);
+		json_u64(&j, "hot_pages_per_thread", (uint64_t)nhot);
 		json_double(&j, "warmup_s", (double)warmup_ns / 1e9);
 		json_u64(&j, "page_size", page_size);
 		if (cgroup) {
@@ -996,7 +1037,6 @@ int main(int argc, char **argv)
 		json_u64(&j, "pages_touched", written);
 		json_u64(&j, "pages_verified", verified);
 		json_u64(&j, "mismatches", bad);
-		json_u64(&j, "hot_pages_per_thread", (uint64_t)nhot);
 		json_u64(&j, "hot_checks", hot_checks);
 		json_u64(&j, "hot_mismatches", hot_bad);
 		json_arr_begin(&j, "first_mismatches");
