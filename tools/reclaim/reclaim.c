@@ -443,15 +443,14 @@ static void record(struct worker *w, int region, int pass, int writer,
 /* Check the count in hot page i of this thread and, with bump, add one. */
 static void hot_check(struct worker *w, int pass, unsigned int i, bool bump)
 {
-	volatile uint64_t *p = (volatile uint64_t *)
-		(hot_base + ((size_t)w->index * (size_t)nhot + i) * page_size);
+	size_t page = (size_t)w->index * (size_t)nhot + i;
+	volatile uint64_t *p = (volatile uint64_t *)(hot_base + page * page_size);
 	uint64_t got = *p;
 
 	w->hot_checks++;
 	if (got != w->hot_val[i]) {
 		w->hot_mismatches++;
-		record(w, R_HOT, pass, w->index, (uint64_t)w->index * (uint64_t)nhot + i,
-		       0, w->hot_val[i], got, (void *)p);
+		record(w, R_HOT, pass, w->index, page, 0, w->hot_val[i], got, (void *)p);
 		/* Go on from what the page holds: one loss, one mismatch. */
 		w->hot_val[i] = got;
 	}
