@@ -48,6 +48,7 @@ for _ in range(int(sys.argv[2])):
     print("".join(x + "\x01" for x in a))
 PY
 n=0 bad=0
+t0=$SECONDS
 while IFS= read -r line; do
 	n=$((n + 1))
 	IFS=$'\x01' read -r -a args <<<"$line"
@@ -58,6 +59,7 @@ while IFS= read -r line; do
 		[ "$bad" -le 5 ] && diag "tlbtop $(printf '%q ' "${args[@]}"): status $rc, stderr: $(head -c 200 "$t/err")"
 	fi
 done <"$t/cmds"
+diag "$n command lines in $((SECONDS - t0)) s"
 if [ "$n" -eq "$fuzz" ] && [ "$bad" -eq 0 ]; then
 	pass "$fuzz fuzzed command lines: each a message and exit 2"
 else
@@ -69,6 +71,7 @@ no_progs_left "no tlbtop program is loaded after the fuzzing"
 "$TOOLS/tlbflush/tlbflush" -t 6 -c 0-5 -d 3600 -q >/dev/null &
 wl=$!
 ok=0
+t0=$SECONDS
 for i in $(seq 1 "$signals"); do
 	sig=$([ $((i % 2)) = 0 ] && echo INT || echo TERM)
 	delay=$(python3 -c "import random; print(round(random.Random($seed + $i).uniform(0.2, 4), 2))")
@@ -85,6 +88,7 @@ for i in $(seq 1 "$signals"); do
 	fi
 done
 kill "$wl"; wait "$wl" 2>/dev/null
+diag "$signals signal runs in $((SECONDS - t0)) s"
 expect_eq "SIGINT and SIGTERM at random points: summary and exit 0 ($signals runs)" "$signals" "$ok"
 no_progs_left "no tlbtop program is loaded after the signals"
 dmesg_clean "dmesg is clean"

@@ -3,8 +3,9 @@
 # tlbtop soak: 10 minutes (SOAK_SECS) of tlbtop -j 1 while short-lived
 # multi-threaded processes come and go and a long-running flusher runs:
 # its resident memory at the end is within 5 % of the level after the
-# first minute, and the per-interval table stays bounded (processes that
-# exited leave it).
+# first minute, the per-interval table stays bounded (processes that
+# exited leave it), and the summary's table makes room by folding exited
+# processes instead of growing.
 . "$(dirname "$0")/../lib.sh"
 secs=${SOAK_SECS:-600}
 t=$(mktemp -d)
@@ -45,6 +46,23 @@ if [ "$maxrows" -le 20 ]; then
 	pass "the per-interval table stays small ($maxrows processes at most in the last minute, $started started)"
 else
 	fail "the per-interval table stays small" "$maxrows processes in one interval"
+fi
+# The summary remembers at most 512 processes; exited ones make room.
+read -r folded untracked < <(python3 -c '
+import json, sys
+S = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+S = [o for o in S if o.get("type") == "summary"][-1]
+print(S["processes_folded"], S["processes_untracked"])' "$t/out")
+diag "summary: $folded exited processes folded, $untracked not tracked"
+expect_eq "no process left untracked by the summary (exited ones make room)" 0 "$untracked"
+if [ "$started" -gt 512 ]; then
+	if [ "$folded" -gt 0 ]; then
+		pass "past 512 processes, exited ones were folded ($folded)"
+	else
+		fail "past 512 processes, exited ones were folded" "none folded, $started started"
+	fi
+else
+	skip "past 512 processes, exited ones were folded" "only $started processes started"
 fi
 no_progs_left "no tlbtop program is loaded after the soak"
 dmesg_clean "dmesg is clean"

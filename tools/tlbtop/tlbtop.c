@@ -32,7 +32,8 @@
 
 #define BTLB_DIR	"/sys/kernel/debug/x86/broadcast_tlb"
 #define VMLINUX_BTF	"/sys/kernel/btf/vmlinux"
-#define MAX_RUN_PROCS	65536	/* processes remembered for the summary */
+#define RUN_PROCS	512	/* processes remembered for the summary */
+#define RUN_SLOTS	(2 * RUN_PROCS)	/* its hash table: a power of two */
 #define RUN_CPU_BITS	1024	/* CPUs a process ran on, for the summary */
 #define MAX_KV		32
 #define DRAIN_DELAY_NS	5000000	/* after a flip, for programs still running */
@@ -437,55 +438,119 @@ static int row_cmp(const void *a, const void *b)
 	return x->pid < y->pid ? -1 : x->pid > y->pid;
 }
 
-/* The summary's table of processes: open addressing on the tgid. */
+/*
+ * The summary's table of processes: open addressing on the tgid, in a
+ * fixed array that is allocated and touched at start, so that tlbtop's
+ * memory stays flat however many processes come and go. When it is full,
+ * the exited process with the fewest flushes makes room: its counts go to
+ * the "folded" row. An exited process's counts no longer change, so the
+ * exited processes kept are always those with the most flushes.
+ */
 struct run_table {
 	struct row *slot;
 	bool *used;
-	size_t cap, n;
-	unsigned long long untracked;	/* processes past MAX_RUN_PROCS */
+	size_t n;
+	struct row folded;		/* the sums of the processes folded */
+	unsigned long long nfolded;
+	unsigned long long untracked;	/* table full of live processes */
 };
+
+static size_t run_home(__u32 pid)
+{
+	return pid & (RUN_SLOTS - 1);
+}
+
+static int run_alloc(struct run_table *t)
+{
+	t->slot = calloc(RUN_SLOTS, sizeof(*t->slot));
+	t->used = calloc(RUN_SLOTS, sizeof(*t->used));
+	if (!t->slot || !t->used)
+		return -1;
+	/* Fault every page in now, not as the table fills. */
+	for (size_t i = 0; i < RUN_SLOTS * sizeof(*t->slot); i += 4096)
+		((volatile char *)t->slot)[i] = 0;
+	for (size_t i = 0; i < RUN_SLOTS * sizeof(*t->used); i += 4096)
+		((volatile char *)t->used)[i] = 0;
+	return 0;
+}
+
+static void row_add(struct row *t, const struct row *r)
+{
+	t->shootdowns += r->shootdowns;
+	t->ipis += r->ipis;
+	t->bcast += r->bcast;
+	t->avoided += r->avoided;
+	t->local_only += r->local_only;
+	t->invlpgb += r->invlpgb;
+	t->invlpgb_pages += r->invlpgb_pages;
+	t->tlbsync_waits += r->tlbsync_waits;
+	t->tlbsync_ns += r->tlbsync_ns;
+	t->assigns += r->assigns;
+}
+
+/* Empty slot i, moving later entries of its probe run back (no tombstones). */
+static void run_remove(struct run_table *t, size_t i)
+{
+	size_t j = i;
+
+	for (;;) {
+		size_t k;
+
+		j = (j + 1) & (RUN_SLOTS - 1);
+		if (!t->used[j])
+			break;
+		k = run_home(t->slot[j].pid);
+		/* Stays if its home is cyclically in (i, j]. */
+		if (i <= j ? (i < k && k <= j) : (i < k || k <= j))
+			continue;
+		t->slot[i] = t->slot[j];
+		i = j;
+	}
+	t->used[i] = false;
+	t->n--;
+}
+
+/* Fold the exited process with the fewest flushes; false if none exited. */
+static bool run_fold_one(struct run_table *t)
+{
+	size_t best = RUN_SLOTS;
+
+	for (size_t i = 0; i < RUN_SLOTS; i++) {
+		if (!t->used[i])
+			continue;
+		if (kill((pid_t)t->slot[i].pid, 0) == 0 || errno != ESRCH)
+			continue;
+		if (best == RUN_SLOTS ||
+		    row_flushes(&t->slot[i]) < row_flushes(&t->slot[best]))
+			best = i;
+	}
+	if (best == RUN_SLOTS)
+		return false;
+	row_add(&t->folded, &t->slot[best]);
+	t->nfolded++;
+	run_remove(t, best);
+	return true;
+}
 
 static struct row *run_find(struct run_table *t, __u32 pid, bool add)
 {
 	size_t i;
 
-	if (add && (t->n + 1) * 2 > t->cap && t->cap < 2 * MAX_RUN_PROCS) {
-		struct run_table nt = { .cap = t->cap ? t->cap * 2 : 256 };
-
-		nt.slot = calloc(nt.cap, sizeof(*nt.slot));
-		nt.used = calloc(nt.cap, sizeof(*nt.used));
-		if (!nt.slot || !nt.used) {
-			free(nt.slot);
-			free(nt.used);
-			return NULL;
-		}
-		for (i = 0; i < t->cap; i++) {
-			size_t j;
-
-			if (!t->used[i])
-				continue;
-			for (j = t->slot[i].pid & (nt.cap - 1); nt.used[j];
-			     j = (j + 1) & (nt.cap - 1))
-				;
-			nt.used[j] = true;
-			nt.slot[j] = t->slot[i];
-		}
-		free(t->slot);
-		free(t->used);
-		t->slot = nt.slot;
-		t->used = nt.used;
-		t->cap = nt.cap;
-	}
-	if (!t->cap)
+	if (!t->slot)
 		return NULL;
-	for (i = pid & (t->cap - 1); t->used[i]; i = (i + 1) & (t->cap - 1))
+	for (i = run_home(pid); t->used[i]; i = (i + 1) & (RUN_SLOTS - 1))
 		if (t->slot[i].pid == pid)
 			return &t->slot[i];
 	if (!add)
 		return NULL;
-	if (t->n >= MAX_RUN_PROCS) {
-		t->untracked++;
-		return NULL;
+	if (t->n >= RUN_PROCS) {
+		if (!run_fold_one(t)) {
+			t->untracked++;
+			return NULL;
+		}
+		/* The removal may have moved the empty slot of the probe. */
+		for (i = run_home(pid); t->used[i]; i = (i + 1) & (RUN_SLOTS - 1))
+			;
 	}
 	t->used[i] = true;
 	t->n++;
@@ -687,16 +752,7 @@ static void drain_procs(int fd, __u64 since_ns)
 			memcpy(t->comm, r->comm, sizeof(t->comm));
 		if (r->asid >= 0)
 			t->asid = r->asid;
-		t->shootdowns += r->shootdowns;
-		t->ipis += r->ipis;
-		t->bcast += r->bcast;
-		t->avoided += r->avoided;
-		t->local_only += r->local_only;
-		t->invlpgb += r->invlpgb;
-		t->invlpgb_pages += r->invlpgb_pages;
-		t->tlbsync_waits += r->tlbsync_waits;
-		t->tlbsync_ns += r->tlbsync_ns;
-		t->assigns += r->assigns;
+		row_add(t, r);
 		t->cpus = 0;
 		for (int w = 0; w < RUN_CPU_BITS / 64; w++) {
 			t->cpumask[w] |= r->cpumask[w];
@@ -1144,7 +1200,7 @@ static void print_summary(void)
 
 	if (st.table.n) {
 		rows = calloc(st.table.n, sizeof(*rows));
-		for (size_t i = 0; rows && i < st.table.cap; i++)
+		for (size_t i = 0; rows && i < RUN_SLOTS; i++)
 			if (st.table.used[i])
 				rows[n++] = st.table.slot[i];
 	}
@@ -1163,6 +1219,9 @@ static void print_summary(void)
 		else
 			json_null(&j, "filter_pid");
 		json_period(&j, &st.run, &st.dbg, rows, n);
+		json_u64(&j, "processes_folded", st.table.nfolded);
+		json_u64(&j, "folded_flushes", row_flushes(&st.table.folded));
+		json_u64(&j, "folded_ipis_avoided", st.table.folded.avoided);
 		json_u64(&j, "processes_untracked", st.table.untracked);
 		json_obj_begin(&j, "debugfs_delta");
 		json_kv_delta(&j, "global_asid", st.dbg.have_pool, &st.dbg.pool,
@@ -1195,6 +1254,11 @@ static void print_summary(void)
 			out("\033[H\033[2J");
 		print_header(&st.run, &st.dbg, title);
 		print_rows(rows, n);
+		if (st.table.nfolded)
+			out("(%llu exited processes with fewer flushes not shown: %llu flushes, %llu IPIs avoided)\n",
+			    st.table.nfolded,
+			    (unsigned long long)row_flushes(&st.table.folded),
+			    (unsigned long long)st.table.folded.avoided);
 		if (st.table.untracked)
 			out("(%llu more processes not tracked)\n", st.table.untracked);
 		print_hist(&st.run.h);
@@ -1368,6 +1432,8 @@ int main(int argc, char **argv)
 	st.keys = xcalloc(TLBTOP_MAX_PROCS, sizeof(*st.keys));
 	st.mm_keys = xcalloc(TLBTOP_MAX_MMS, sizeof(*st.mm_keys));
 	st.mm = xcalloc(TLBTOP_MAX_MMS, sizeof(*st.mm));
+	if (run_alloc(&st.table))
+		die("out of memory");
 	st.clear = !env.noclear && !env.batch && !env.json && isatty(STDOUT_FILENO);
 
 	/* The counters start at 0 with the maps, at load: prev_g and prev_h. */
