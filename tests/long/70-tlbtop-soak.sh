@@ -48,11 +48,11 @@ else
 	fail "the per-interval table stays small" "$maxrows processes in one interval"
 fi
 # The summary remembers at most 512 processes; exited ones make room.
-read -r folded untracked < <(python3 -c '
+read -r folded untracked <<<"$(python3 -c '
 import json, sys
 S = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
 S = [o for o in S if o.get("type") == "summary"][-1]
-print(S["processes_folded"], S["processes_untracked"])' "$t/out")
+print(S["processes_folded"], S["processes_untracked"])' "$t/out")"
 diag "summary: $folded exited processes folded, $untracked not tracked"
 expect_eq "no process left untracked by the summary (exited ones make room)" 0 "$untracked"
 if [ "$started" -gt 512 ]; then
