@@ -442,8 +442,8 @@ static int row_cmp(const void *a, const void *b)
  * The summary's table of processes: open addressing on the tgid, in a
  * fixed array that is allocated and touched at start, so that tlbtop's
  * memory stays flat however many processes come and go. When it is full,
- * the exited process with the fewest flushes makes room: its counts go to
- * the "folded" row. An exited process's counts no longer change, so the
+ * the exited processes with the fewest flushes make room: their counts go
+ * to the "folded" row. An exited process's counts no longer change, so the
  * exited processes kept are always those with the most flushes.
  */
 struct run_table {
@@ -458,20 +458,6 @@ struct run_table {
 static size_t run_home(__u32 pid)
 {
 	return pid & (RUN_SLOTS - 1);
-}
-
-static int run_alloc(struct run_table *t)
-{
-	t->slot = calloc(RUN_SLOTS, sizeof(*t->slot));
-	t->used = calloc(RUN_SLOTS, sizeof(*t->used));
-	if (!t->slot || !t->used)
-		return -1;
-	/* Fault every page in now, not as the table fills. */
-	for (size_t i = 0; i < RUN_SLOTS * sizeof(*t->slot); i += 4096)
-		((volatile char *)t->slot)[i] = 0;
-	for (size_t i = 0; i < RUN_SLOTS * sizeof(*t->used); i += 4096)
-		((volatile char *)t->used)[i] = 0;
-	return 0;
 }
 
 static void row_add(struct row *t, const struct row *r)
@@ -510,25 +496,49 @@ static void run_remove(struct run_table *t, size_t i)
 	t->n--;
 }
 
-/* Fold the exited process with the fewest flushes; false if none exited. */
-static bool run_fold_one(struct run_table *t)
+static struct row *run_find(struct run_table *t, __u32 pid, bool add);
+
+struct fold_cand {
+	__u64 flushes;
+	__u32 pid;
+};
+
+static int fold_cand_cmp(const void *a, const void *b)
 {
-	size_t best = RUN_SLOTS;
+	const struct fold_cand *x = a, *y = b;
+
+	return x->flushes < y->flushes ? -1 : x->flushes > y->flushes;
+}
+
+/*
+ * Make room: fold the exited processes with the fewest flushes, until a
+ * quarter of the table is free (so that liveness is checked once per many
+ * new processes, not for each). False if no process has exited.
+ */
+static bool run_fold(struct run_table *t)
+{
+	static struct fold_cand cand[RUN_PROCS];
+	size_t nc = 0, k;
 
 	for (size_t i = 0; i < RUN_SLOTS; i++) {
 		if (!t->used[i])
 			continue;
 		if (kill((pid_t)t->slot[i].pid, 0) == 0 || errno != ESRCH)
 			continue;
-		if (best == RUN_SLOTS ||
-		    row_flushes(&t->slot[i]) < row_flushes(&t->slot[best]))
-			best = i;
+		cand[nc].flushes = row_flushes(&t->slot[i]);
+		cand[nc].pid = t->slot[i].pid;
+		nc++;
 	}
-	if (best == RUN_SLOTS)
+	if (!nc)
 		return false;
-	row_add(&t->folded, &t->slot[best]);
-	t->nfolded++;
-	run_remove(t, best);
+	qsort(cand, nc, sizeof(cand[0]), fold_cand_cmp);
+	for (k = 0; k < nc && t->n > RUN_PROCS - RUN_PROCS / 4; k++) {
+		struct row *r = run_find(t, cand[k].pid, false);
+
+		row_add(&t->folded, r);
+		t->nfolded++;
+		run_remove(t, (size_t)(r - t->slot));
+	}
 	return true;
 }
 
@@ -536,15 +546,13 @@ static struct row *run_find(struct run_table *t, __u32 pid, bool add)
 {
 	size_t i;
 
-	if (!t->slot)
-		return NULL;
 	for (i = run_home(pid); t->used[i]; i = (i + 1) & (RUN_SLOTS - 1))
 		if (t->slot[i].pid == pid)
 			return &t->slot[i];
 	if (!add)
 		return NULL;
 	if (t->n >= RUN_PROCS) {
-		if (!run_fold_one(t)) {
+		if (!run_fold(t)) {
 			t->untracked++;
 			return NULL;
 		}
@@ -602,6 +610,16 @@ static void *xcalloc(size_t n, size_t size)
 
 	if (!p)
 		die("out of memory");
+	return p;
+}
+
+/* Fault every page in now, not as the table fills. */
+static void *xcalloc_touched(size_t n, size_t size)
+{
+	char *p = xcalloc(n, size);
+
+	for (size_t i = 0; i < n * size; i += 4096)
+		((volatile char *)p)[i] = 0;
 	return p;
 }
 
@@ -1432,8 +1450,8 @@ int main(int argc, char **argv)
 	st.keys = xcalloc(TLBTOP_MAX_PROCS, sizeof(*st.keys));
 	st.mm_keys = xcalloc(TLBTOP_MAX_MMS, sizeof(*st.mm_keys));
 	st.mm = xcalloc(TLBTOP_MAX_MMS, sizeof(*st.mm));
-	if (run_alloc(&st.table))
-		die("out of memory");
+	st.table.slot = xcalloc_touched(RUN_SLOTS, sizeof(*st.table.slot));
+	st.table.used = xcalloc_touched(RUN_SLOTS, sizeof(*st.table.used));
 	st.clear = !env.noclear && !env.batch && !env.json && isatty(STDOUT_FILENO);
 
 	/* The counters start at 0 with the maps, at load: prev_g and prev_h. */
