@@ -7,6 +7,7 @@
 #   make check-series    every step of the series builds; checkpatch; W=1
 #   make check-debug     the guest tests on the debug kernel (lockdep, DEBUG_VM)
 #   make check-long      the long stress, churn, hotplug and soak tests
+#   make check-emulator  the emulated CPU's PCID, INVPCID, INVLPGB (build/qemu)
 #
 # Every target installs what it needs first (make deps, through a stamp).
 
@@ -17,7 +18,7 @@ INITRAMFS := $(BUILD)/guest/initramfs.cpio.gz
 
 .PHONY: all deps tree kernel kernel-vanilla guest tools check demo \
 	compare bench-overhead check-series kernel-debug check-debug \
-	check-long clean help
+	check-long check-emulator clean help
 
 all: kernel guest tools
 
@@ -57,6 +58,10 @@ check-debug: kernel kernel-debug guest tools
 
 check-long: kernel guest tools
 	tests/check --guest-only --long
+
+# No kernel: a freestanding program tests the CPU that build/qemu emulates.
+check-emulator: $(DEPS_STAMP)
+	scripts/check-emulator
 
 compare: kernel kernel-vanilla guest tools
 	scripts/compare
