@@ -264,6 +264,10 @@ static const char *vec_name(int v)
 #define GSLOT		256	/* mapped global, the same in every AS */
 #define NPAGES		24
 #define MARK(p)		(0x7e570000UL + (p))
+#define PTE_PS		(1UL << 7)
+#define BIG(k)		(0x1000000UL + (u64)(k) * 0x200000)	/* 2 MiB pages at 16 MiB */
+#define BIGMARK(k)	(40 + (k))	/* read_page() of BIG(k) */
+#define BIGSLOT(j)	(512 * (1 + (j)))	/* VA(BIGSLOT(j)): the j-th 2 MiB page */
 
 static u64 pdpt_hi[NAS][512] __attribute__((aligned(4096)));
 static u64 pd_hi[NAS][512] __attribute__((aligned(4096)));
@@ -277,6 +281,12 @@ static void map(int as, int slot, int page)
 	*(volatile u64 *)&pt_hi[as][slot] = (u64)pages[page] | PTE_P | PTE_W;
 }
 
+/* The j-th 2 MiB page after the 4 KiB test page table maps BIG(k). */
+static void map_big(int as, int j, int k)
+{
+	*(volatile u64 *)&pd_hi[as][1 + j] = BIG(k) | PTE_P | PTE_W | PTE_PS;
+}
+
 static void map_global(int slot, int page)
 {
 	for (int as = 0; as < NAS; as++)
@@ -288,7 +298,7 @@ static int read_page(u64 va)
 {
 	u64 v = *(volatile u64 *)va;
 
-	return (v >> 16) == (MARK(0) >> 16) && (v & 0xffff) < NPAGES ? (int)(v & 0xffff) : -1;
+	return (v >> 16) == (MARK(0) >> 16) && (v & 0xffff) < 64 ? (int)(v & 0xffff) : -1;
 }
 
 static void load_as(int as, int noflush)
@@ -600,6 +610,10 @@ static int t_method(void)
 	RUN(r, { S_READ, 0 }, { S_INVLPG, 0 }, { S_READ, 0 });
 	want_kept("vCPU 0, PTE rewritten without invalidation", r[0], 0, 1);
 	want_new("vCPU 0 after INVLPG", r[1], 1);
+	map_big(1, 0, 0);
+	RUN(r, { S_INVLPG, BIGSLOT(0) }, { S_READ, BIGSLOT(0) });
+	want_new("a 2 MiB page", r[0], BIGMARK(0));
+	*(volatile u64 *)&pd_hi[1][1] = 0;
 	load_as(0, 0);
 	if (!ap_alive)
 		return RESULT();
@@ -852,6 +866,82 @@ static int t_invlpgb_range(void)
 	return RESULT();
 }
 
+/* Without the VA flag the whole PCID goes (Linux relies on this). */
+static int t_invlpgb_pcid_all(void)
+{
+	int r[3];
+
+	NEED(F_PCID | F_INVLPGB, 1);
+	map(1, 0, 0);
+	map(1, 1, 1);
+	map(2, 0, 2);
+	AP(r, { S_FLUSH, 0 }, { S_LOAD, 2 }, { S_READ, 0 }, { S_LOAD, 1 }, { S_READ, 0 },
+	   { S_READ, 1 }, { S_LOAD_NF, 2 });
+	map(1, 0, 3);
+	map(1, 1, 4);
+	map(2, 0, 5);
+	invlpgb_sync("INVLPGB PCID 1, no VA", IB_PCID, 0, IB_PCID_EDX(1));
+	AP(r, { S_READ, 0 }, { S_LOAD_NF, 1 }, { S_READ, 0 }, { S_READ, 1 });
+	want_kept("vCPU 1, PCID 2 (active, not named)", r[0], 2, 5);
+	want_new("vCPU 1, PCID 1 page 0", r[1], 3);
+	want_new("vCPU 1, PCID 1 page 1", r[2], 4);
+	return RESULT();
+}
+
+/* No VA and no PCID: every non-global entry; with GLOBAL, every entry. */
+static int t_invlpgb_all(void)
+{
+	int r[3];
+
+	NEED(F_PCID | F_INVLPGB, 1);
+	map_global(GSLOT, 8);
+	map(1, 0, 0);
+	map(2, 0, 1);
+	AP(r, { S_FLUSH, 0 }, { S_LOAD, 2 }, { S_READ, 0 }, { S_LOAD, 1 }, { S_READ, 0 },
+	   { S_READ, GSLOT });
+	map_global(GSLOT, 9);
+	map(1, 0, 2);
+	map(2, 0, 3);
+	invlpgb_sync("INVLPGB, no flags", 0, 0, 0);
+	AP(r, { S_READ, GSLOT }, { S_READ, 0 }, { S_LOAD_NF, 2 }, { S_READ, 0 });
+	want_kept("vCPU 1, global page after the non-global flush", r[0], 8, 9);
+	want_new("vCPU 1, PCID 1 (active)", r[1], 2);
+	want_new("vCPU 1, PCID 2 (was parked)", r[2], 3);
+	invlpgb_sync("INVLPGB GLOBAL", IB_GLOBAL, 0, 0);
+	AP(r, { S_READ, GSLOT });
+	want_new("vCPU 1, global page after INVLPGB GLOBAL", r[0], 9);
+	return RESULT();
+}
+
+/* ECX[31]: the count is in 2 MiB steps; here over two 2 MiB pages. */
+static int t_invlpgb_2m(void)
+{
+	int r[3];
+
+	NEED(F_PCID | F_INVLPGB, 1);
+	if (invlpgb_max < 1) {
+		skip_why = "the max count is 0";
+		return SKIP;
+	}
+	for (int j = 0; j < 3; j++)
+		map_big(1, j, j);
+	AP(r, { S_FLUSH, 0 }, { S_LOAD, 1 }, { S_READ, BIGSLOT(0) }, { S_READ, BIGSLOT(1) },
+	   { S_READ, BIGSLOT(2) }, { S_LOAD_NF, 2 });
+	want_new("vCPU 1, 2 MiB page 0 first read", r[0], BIGMARK(0));
+	for (int j = 0; j < 3; j++)
+		map_big(1, j, 3 + j);
+	invlpgb_sync("INVLPGB VA+PCID, 2M stride, ECX=1", VA(BIGSLOT(0)) | IB_VA | IB_PCID,
+		     1U << 31 | 1, IB_PCID_EDX(1));
+	AP(r, { S_LOAD_NF, 1 }, { S_READ, BIGSLOT(0) }, { S_READ, BIGSLOT(1) },
+	   { S_READ, BIGSLOT(2) });
+	want_new("vCPU 1, 2 MiB page 0 of the range", r[0], BIGMARK(3));
+	want_new("vCPU 1, 2 MiB page 1 of the range", r[1], BIGMARK(4));
+	want_kept("vCPU 1, the 2 MiB page after the range", r[2], BIGMARK(2), BIGMARK(5));
+	for (int j = 0; j < 3; j++)
+		*(volatile u64 *)&pd_hi[1][1 + j] = 0;
+	return RESULT();
+}
+
 static int t_invlpgb_other_pcid(void)
 {
 	int r[1];
@@ -995,6 +1085,9 @@ static const struct {
 	{ "invlpgb_kills_parked_remote_entry", t_invlpgb_parked },
 	{ "invlpgb_range", t_invlpgb_range },
 	{ "invlpgb_other_pcid_spares_entry", t_invlpgb_other_pcid },
+	{ "invlpgb_whole_pcid", t_invlpgb_pcid_all },
+	{ "invlpgb_all_nonglobal_then_global", t_invlpgb_all },
+	{ "invlpgb_2m_stride", t_invlpgb_2m },
 	{ "invlpgb_global", t_invlpgb_global },
 	{ "invlpgb_count_gp", t_invlpgb_count_gp },
 	{ "invlpgb_tlbsync_ud_without_cpuid", t_invlpgb_ud },
@@ -1081,6 +1174,8 @@ static void setup_paging(void)
 {
 	for (int p = 0; p < NPAGES; p++)
 		*(u64 *)pages[p] = MARK(p);
+	for (int k = 0; k < 6; k++)
+		*(u64 *)BIG(k) = MARK(BIGMARK(k));
 	for (int as = 0; as < NAS; as++) {
 		pml4[as][0] = (u64)pdpt_lo | PTE_P | PTE_W;
 		pml4[as][1] = (u64)pdpt_hi[as] | PTE_P | PTE_W;
