@@ -260,14 +260,24 @@ static const char *vec_name(int v)
  */
 #define NAS		4
 #define REGION		0x8000000000UL
-#define VA(slot)	(REGION + (u64)(slot) * 4096)
-#define GSLOT		256	/* mapped global, the same in every AS */
+/*
+ * A slot is a 4 KiB page of the test region. QEMU's softmmu TLB is direct
+ * mapped by VA page number (64 to 256 entries, and a victim TLB of 8); a
+ * test page that shares a set with the code, stack or page tables can be
+ * pushed out between its fill and its re-read, which looks like a lost
+ * entry. Slot 0 starts at page 24 of the region to keep the test pages on
+ * sets of their own (the image's hot pages sit at 1 MiB + 0-23 and 48-60).
+ */
+#define SLOT_BASE	24
+#define VA(slot)	(REGION + ((u64)(slot) + SLOT_BASE) * 4096)
+#define GSLOT		16	/* mapped global, the same in every AS */
 #define NPAGES		24
 #define MARK(p)		(0x7e570000UL + (p))
 #define PTE_PS		(1UL << 7)
 #define BIG(k)		(0x1000000UL + (u64)(k) * 0x200000)	/* 2 MiB pages at 16 MiB */
 #define BIGMARK(k)	(40 + (k))	/* read_page() of BIG(k) */
-#define BIGSLOT(j)	(512 * (1 + (j)))	/* VA(BIGSLOT(j)): the j-th 2 MiB page */
+/* VA(BIGSLOT(j)) is in the j-th 2 MiB page, at 4 KiB page 36 + j of it. */
+#define BIGSLOT(j)	(512 * (1 + (j)) + 36 + (j) - SLOT_BASE)
 
 static u64 pdpt_hi[NAS][512] __attribute__((aligned(4096)));
 static u64 pd_hi[NAS][512] __attribute__((aligned(4096)));
@@ -278,7 +288,7 @@ static int pcide_on;
 
 static void map(int as, int slot, int page)
 {
-	*(volatile u64 *)&pt_hi[as][slot] = (u64)pages[page] | PTE_P | PTE_W;
+	*(volatile u64 *)&pt_hi[as][slot + SLOT_BASE] = (u64)pages[page] | PTE_P | PTE_W;
 }
 
 /* The j-th 2 MiB page after the 4 KiB test page table maps BIG(k). */
@@ -290,7 +300,7 @@ static void map_big(int as, int j, int k)
 static void map_global(int slot, int page)
 {
 	for (int as = 0; as < NAS; as++)
-		*(volatile u64 *)&pt_hi[as][slot] = (u64)pages[page] | PTE_P | PTE_W | PTE_G;
+		*(volatile u64 *)&pt_hi[as][slot + SLOT_BASE] = (u64)pages[page] | PTE_P | PTE_W | PTE_G;
 }
 
 /* The page whose marker a read of VA finds (-1: none). */
@@ -1174,8 +1184,9 @@ static void setup_paging(void)
 {
 	for (int p = 0; p < NPAGES; p++)
 		*(u64 *)pages[p] = MARK(p);
-	for (int k = 0; k < 6; k++)
-		*(u64 *)BIG(k) = MARK(BIGMARK(k));
+	for (int k = 0; k < 6; k++)	/* a marker in each 4 KiB of it */
+		for (u64 off = 0; off < 0x200000; off += 4096)
+			*(u64 *)(BIG(k) + off) = MARK(BIGMARK(k));
 	for (int as = 0; as < NAS; as++) {
 		pml4[as][0] = (u64)pdpt_lo | PTE_P | PTE_W;
 		pml4[as][1] = (u64)pdpt_hi[as] | PTE_P | PTE_W;
