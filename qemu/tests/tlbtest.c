@@ -697,6 +697,41 @@ static int t_noflush_3(void)
 	return RESULT();
 }
 
+/*
+ * A MOV to CR4 that changes PGE, or clears PCIDE, flushes every PCID,
+ * globals too (SDM 4.10.4.1). flush_all() relies on the first.
+ */
+static int t_cr4_flushes(void)
+{
+	u64 cr4 = read_cr4();
+	int r[3];
+
+	NEED(F_PCID, 0);
+	map_global(GSLOT, 8);
+	map(1, 0, 0);
+	map(2, 0, 1);
+	RUN(r, { S_FLUSH, 0 }, { S_LOAD, 2 }, { S_READ, 0 }, { S_LOAD, 1 }, { S_READ, 0 },
+	    { S_READ, GSLOT }, { S_LOAD_NF, 0 });
+	map_global(GSLOT, 9);
+	map(1, 0, 2);
+	map(2, 0, 3);
+	write_cr4(cr4 & ~CR4_PGE);
+	write_cr4(cr4);
+	RUN(r, { S_READ, GSLOT }, { S_LOAD_NF, 1 }, { S_READ, 0 }, { S_LOAD_NF, 2 }, { S_READ, 0 });
+	want_new("global page after a CR4.PGE toggle", r[0], 9);
+	want_new("PCID 1 (inactive) after a CR4.PGE toggle", r[1], 2);
+	want_new("PCID 2 (inactive) after a CR4.PGE toggle", r[2], 3);
+	map(1, 0, 4);
+	RUN(r, { S_LOAD_NF, 1 }, { S_READ, 0 }, { S_LOAD_NF, 0 });
+	map(1, 0, 5);
+	write_cr4(cr4 & ~CR4_PCIDE);
+	write_cr4(cr4);
+	RUN(r, { S_LOAD_NF, 1 }, { S_READ, 0 });
+	want_new("PCID 1 (inactive) after CR4.PCIDE 1->0->1", r[0], 5);
+	load_as(0, 0);
+	return RESULT();
+}
+
 static int t_invpcid_0(void)
 {
 	int r[3];
@@ -1086,6 +1121,7 @@ static const struct {
 	{ "noflush_retains_2_pcids", t_noflush_2 },
 	{ "cr3_without_noflush_flushes", t_cr3_flushes },
 	{ "noflush_retains_3_pcids", t_noflush_3 },
+	{ "cr4_pge_and_pcide_flush_all_pcids", t_cr4_flushes },
 	{ "invpcid_type0_address", t_invpcid_0 },
 	{ "invpcid_type1_context", t_invpcid_1 },
 	{ "invpcid_type2_all", t_invpcid_2 },
