@@ -65,7 +65,8 @@ idt32_ptr:
 	.word idt32_end - idt32 - 1
 	.long idt32
 
-	.bss
+	/* Touched by the page walker or at boot only: off the hot pages. */
+	.section .bss.cold, "aw", @nobits
 	.align 4096
 	.globl pml4, pdpt_lo, pd_lo
 pml4:	.fill 4 * 512, 8, 0	/* one PML4 per address space 0-3 */
@@ -74,7 +75,7 @@ pd_lo:	.fill 4 * 512, 8, 0	/* 4 GiB in 2 MiB pages: RAM, LAPIC */
 	.align 16
 bsp_stack: .fill STACK_SIZE, 1, 0
 bsp_stack_top:
-	.globl ap_stack_top
+	.globl bsp_stack_top, ap_stack_top
 ap_stack: .fill STACK_SIZE, 1, 0
 ap_stack_top:
 

@@ -59,6 +59,7 @@ extern u64 pml4[4][512], pdpt_lo[512];
 extern u32 mb_info, pcide32_fault, pcide32_cr4;
 extern const u64 isr_table[32];
 extern const u8 ap_tramp_start[], ap_tramp_end[];
+extern const u8 __image_start[], __cold_start[], bsp_stack_top[], ap_stack_top[];
 
 /* ---- console, exit ---------------------------------------------------- */
 
@@ -262,33 +263,33 @@ static const char *vec_name(int v)
 #define REGION		0x8000000000UL
 /*
  * A slot is a 4 KiB page of the test region. QEMU's softmmu TLB is direct
- * mapped by VA page number (64 to 256 entries, and a victim TLB of 8); a
- * test page that shares a set with the code, stack or page tables can be
- * pushed out between its fill and its re-read, which looks like a lost
- * entry. Slot 0 starts at page 24 of the region to keep the test pages on
- * sets of their own (the image's hot pages sit at 1 MiB + 0-23 and 48-60).
+ * mapped by VA page number (64 to 256 entries, and a victim TLB of 8): a
+ * test page that shares a set with the code, data or stack that runs
+ * between its fill and its re-read can be pushed out, which looks like a
+ * lost entry. pick_slot_base() puts slot 0 where none of the test pages
+ * shares a set (modulo 64) with those.
  */
-#define SLOT_BASE	24
-#define VA(slot)	(REGION + ((u64)(slot) + SLOT_BASE) * 4096)
+static u64 slot_base;
+#define VA(slot)	(REGION + ((u64)(slot) + slot_base) * 4096)
 #define GSLOT		16	/* mapped global, the same in every AS */
 #define NPAGES		24
 #define MARK(p)		(0x7e570000UL + (p))
 #define PTE_PS		(1UL << 7)
 #define BIG(k)		(0x1000000UL + (u64)(k) * 0x200000)	/* 2 MiB pages at 16 MiB */
 #define BIGMARK(k)	(40 + (k))	/* read_page() of BIG(k) */
-/* VA(BIGSLOT(j)) is in the j-th 2 MiB page, at 4 KiB page 36 + j of it. */
-#define BIGSLOT(j)	(512 * (1 + (j)) + 36 + (j) - SLOT_BASE)
+/* VA(BIGSLOT(j)) is in the j-th 2 MiB page, at 4 KiB page 12 + j + slot_base. */
+#define BIGSLOT(j)	(512 * (1 + (j)) + 12 + (j))
 
 static u64 pdpt_hi[NAS][512] __attribute__((aligned(4096)));
 static u64 pd_hi[NAS][512] __attribute__((aligned(4096)));
 static u64 pt_hi[NAS][512] __attribute__((aligned(4096)));
-static u8 pages[NPAGES][4096] __attribute__((aligned(4096)));
+static u8 pages[NPAGES][4096] __attribute__((aligned(4096), section(".bss.cold")));
 
 static int pcide_on;
 
 static void map(int as, int slot, int page)
 {
-	*(volatile u64 *)&pt_hi[as][slot + SLOT_BASE] = (u64)pages[page] | PTE_P | PTE_W;
+	*(volatile u64 *)&pt_hi[as][slot + slot_base] = (u64)pages[page] | PTE_P | PTE_W;
 }
 
 /* The j-th 2 MiB page after the 4 KiB test page table maps BIG(k). */
@@ -300,7 +301,7 @@ static void map_big(int as, int j, int k)
 static void map_global(int slot, int page)
 {
 	for (int as = 0; as < NAS; as++)
-		*(volatile u64 *)&pt_hi[as][slot + SLOT_BASE] = (u64)pages[page] | PTE_P | PTE_W | PTE_G;
+		*(volatile u64 *)&pt_hi[as][slot + slot_base] = (u64)pages[page] | PTE_P | PTE_W | PTE_G;
 }
 
 /* The page whose marker a read of VA finds (-1: none). */
@@ -1216,8 +1217,43 @@ static void read_cpuid(void)
 	}
 }
 
+/* Sets (of 64) that the test pages use, relative to slot 0's. */
+static const int slot_sets[] = { 0, 1, 2, 3, 4, GSLOT, 12, 13, 14 };
+
+static int hot_set(u64 set)
+{
+	u64 lo = (u64)__image_start >> 12, hi = ((u64)__cold_start >> 12) - 1;
+
+	if (hi - lo >= 63)
+		return 1;
+	for (u64 p = lo; p <= hi; p++)
+		if (p % 64 == set)
+			return 1;
+	/* the two top pages of each stack; the LAPIC page */
+	for (int i = 1; i <= 2; i++)
+		if (((u64)bsp_stack_top / 4096 - i) % 64 == set ||
+		    ((u64)ap_stack_top / 4096 - i) % 64 == set)
+			return 1;
+	return (LAPIC >> 12) % 64 == set;
+}
+
+static void pick_slot_base(void)
+{
+	for (slot_base = 0; slot_base < 64; slot_base++) {
+		unsigned int i;
+
+		for (i = 0; i < sizeof(slot_sets) / sizeof(slot_sets[0]); i++)
+			if (hot_set((slot_base + slot_sets[i]) % 64))
+				break;
+		if (i == sizeof(slot_sets) / sizeof(slot_sets[0]))
+			return;
+	}
+	bail_out("the image is too large to keep the test pages on TLB sets of their own");
+}
+
 static void setup_paging(void)
 {
+	pick_slot_base();
 	for (int p = 0; p < NPAGES; p++)
 		*(u64 *)pages[p] = MARK(p);
 	for (int k = 0; k < 6; k++)	/* a marker in each 4 KiB of it */
@@ -1246,6 +1282,7 @@ void bsp_main(void)
 	     !!(expect & F_PCID), !!(expect & F_INVPCID), !!(expect & F_INVLPGB),
 	     !!(expect & F_RETAIN), !!(expect & F_STRICT));
 	setup_paging();
+	diag("test pages from %lx (TLB set %lu of 64 on)", VA(0), slot_base);
 	start_ap();
 	for (int i = 0; i < n; i++) {
 		int r;
