@@ -50,8 +50,11 @@ gdt:
 	.quad 0x00cf9a000000ffff	/* 0x08: 32-bit code */
 	.quad 0x00cf92000000ffff	/* 0x10: data */
 	.quad 0x00af9a000000ffff	/* 0x18: 64-bit code */
+	.quad 0x00cff2000000ffff	/* 0x20: user data */
+	.quad 0x00affa000000ffff	/* 0x28: user 64-bit code */
+	.globl gdt_tss
+gdt_tss: .quad 0, 0			/* 0x30: the TSS, filled by setup_user() */
 gdt_end:
-	.globl gdt_ptr
 gdt_ptr:
 	.word gdt_end - gdt - 1
 	.quad gdt
@@ -125,11 +128,12 @@ gp32_resume:
 	movl %eax, %cr4
 
 	/* Identity map of 0-4 GiB in 2 MiB pages, not global. */
-	movl $pdpt_lo + 3, pml4
+	/* user-accessible too, for the CPL3 cases (no SMEP, no SMAP) */
+	movl $pdpt_lo + 7, pml4
 	xorl %ecx, %ecx
 2:	movl %ecx, %eax
 	shll $12, %eax			/* the ecx-th page directory */
-	addl $pd_lo + 3, %eax
+	addl $pd_lo + 7, %eax
 	movl %eax, pdpt_lo(, %ecx, 8)
 	incl %ecx
 	cmpl $4, %ecx
@@ -137,7 +141,7 @@ gp32_resume:
 	xorl %ecx, %ecx
 3:	movl %ecx, %eax
 	shll $21, %eax
-	orl $0x83, %eax			/* present, writable, 2 MiB */
+	orl $0x87, %eax			/* present, writable, user, 2 MiB */
 	movl %eax, pd_lo(, %ecx, 8)
 	movl %ecx, %eax
 	shrl $11, %eax			/* bits 32+ of the address */
@@ -219,6 +223,71 @@ ap_32:
 	movl $1, %esi
 	jmp enter_long
 
+/*
+ * int run_user(void (*code)(void)): run code at CPL3 and return the vector
+ * it raised (-1: none). The code ends in UD2; exc_handler takes a #UD at a
+ * UD2 for "no fault", and every exception from CPL3 back to user_return,
+ * on the stack saved here.
+ */
+	.code64
+	.globl run_user, user_return
+run_user:
+	pushq %rbx
+	pushq %rbp
+	pushq %r12
+	pushq %r13
+	pushq %r14
+	pushq %r15
+	movq %rsp, user_ret_rsp(%rip)
+	pushq $(0x20 | 3)		/* SS */
+	pushq $user_stack_top
+	pushq $2			/* RFLAGS: interrupts stay off */
+	pushq $(0x28 | 3)		/* CS */
+	pushq %rdi
+	iretq
+user_return:
+	popq %r15
+	popq %r14
+	popq %r13
+	popq %r12
+	popq %rbp
+	popq %rbx
+	movl user_vec(%rip), %eax
+	ret
+
+	.globl user_nop, user_cr3, user_invpcid, user_invlpgb, user_tlbsync
+user_nop:
+	nop
+	ud2
+user_cr3:
+	movq %cr3, %rax
+	ud2
+user_invpcid:
+	movl $2, %eax
+	invpcid user_desc(%rip), %rax
+	ud2
+user_invlpgb:
+	xorl %eax, %eax
+	xorl %ecx, %ecx
+	xorl %edx, %edx
+	.byte 0x0f, 0x01, 0xfe
+	ud2
+user_tlbsync:
+	.byte 0x0f, 0x01, 0xff
+	ud2
+
+	.data
+	.align 16
+user_desc: .quad 0, 0
+	.section .bss.cold, "aw", @nobits
+	.align 4096
+	.globl trap_stack_top
+trap_stack: .fill 4096, 1, 0		/* TSS.RSP0: exceptions from CPL3 */
+trap_stack_top:
+user_stack: .fill 4096, 1, 0
+user_stack_top:
+
+	.text
 /* Exception stubs: a uniform frame (vector, error code) for exc_handler. */
 	.code64
 .macro isr n

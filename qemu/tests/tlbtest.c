@@ -34,6 +34,7 @@ typedef unsigned char u8;
 
 #define PTE_P		(1UL << 0)
 #define PTE_W		(1UL << 1)
+#define PTE_U		(1UL << 2)
 #define PTE_G		(1UL << 8)
 #define CR3_NOFLUSH	(1UL << 63)
 #define CR4_PGE		(1UL << 7)
@@ -200,9 +201,27 @@ struct frame {
 	u64 vector, err, rip, cs, rflags, rsp, ss;
 };
 
+/* run_user() (boot.S) state */
+u64 user_ret_rsp;
+int user_vec;
+extern void user_return(void), user_nop(void), user_cr3(void), user_invpcid(void),
+	user_invlpgb(void), user_tlbsync(void);
+int run_user(void (*code)(void));
+
 void exc_handler(struct frame *f);
 void exc_handler(struct frame *f)
 {
+	if ((f->cs & 3) == 3) {
+		const u8 *ip = (const u8 *)f->rip;
+
+		user_vec = f->vector == VEC_UD && ip[0] == 0x0f && ip[1] == 0x0b ? -1 : (int)f->vector;
+		f->rip = (u64)user_return;
+		f->cs = 0x18;
+		f->ss = 0x10;
+		f->rsp = user_ret_rsp;
+		f->rflags = 2;
+		return;
+	}
 	if (recover_rip && apic_id() == 0) {
 		fault_vec = (int)f->vector;
 		fault_err = (int)f->err;
@@ -419,6 +438,27 @@ static void start_ap(void)
 
 static u64 idt[32][2] __attribute__((aligned(16)));
 
+/* A TSS only for RSP0, so that exceptions from CPL3 have a stack. */
+static struct {
+	u32 reserved0;
+	u64 rsp0, rsp1, rsp2, reserved1, ist[7], reserved2;
+	u16 reserved3, iomap;
+} __attribute__((packed)) tss;
+extern u64 gdt_tss[2];
+extern const u8 trap_stack_top[];
+
+static void setup_user(void)
+{
+	u64 base = (u64)&tss, limit = sizeof(tss) - 1;
+
+	tss.rsp0 = (u64)trap_stack_top;
+	tss.iomap = sizeof(tss);
+	gdt_tss[0] = (limit & 0xffff) | (base & 0xffffff) << 16 | 0x89UL << 40 |
+		     (limit >> 16 & 0xf) << 48 | (base >> 24 & 0xff) << 56;
+	gdt_tss[1] = base >> 32;
+	asm volatile("ltr %w0" :: "r"(0x30));
+}
+
 static void load_idt(void)
 {
 	struct { u16 limit; u64 base; } __attribute__((packed)) p = { sizeof(idt) - 1, (u64)idt };
@@ -624,6 +664,8 @@ static int t_method(void)
 	map_big(1, 0, 0);
 	RUN(r, { S_INVLPG, BIGSLOT(0) }, { S_READ, BIGSLOT(0) });
 	want_new("a 2 MiB page", r[0], BIGMARK(0));
+	want_vec("a NOP at CPL3 (the CPL3 cases' method)", run_user(user_nop), -1);
+	want_vec("MOV from CR3 at CPL3", run_user(user_cr3), VEC_GP);
 	*(volatile u64 *)&pd_hi[1][1] = 0;
 	load_as(0, 0);
 	if (!ap_alive)
@@ -847,6 +889,8 @@ static int t_invpcid_gp(void)
 	want_vec("type 1, PCID 1, CR4.PCIDE=0", try_invpcid(1, 1, 0), VEC_GP);
 	want_vec("type 1, PCID 0, CR4.PCIDE=0", try_invpcid(1, 0, 0), -1);
 	write_cr4(cr4);
+	want_vec("a NOP at CPL3 (the method)", run_user(user_nop), -1);
+	want_vec("INVPCID at CPL3", run_user(user_invpcid), VEC_GP);
 	return RESULT();
 }
 
@@ -857,6 +901,7 @@ static int t_invpcid_ud(void)
 		return SKIP;
 	}
 	want_vec("INVPCID without the CPUID bit", try_invpcid(2, 0, 0), VEC_UD);
+	want_vec("INVPCID without the CPUID bit, at CPL3", run_user(user_invpcid), VEC_UD);
 	return RESULT();
 }
 
@@ -1034,6 +1079,15 @@ static int t_invlpgb_count_gp(void)
 	return RESULT();
 }
 
+static int t_invlpgb_cpl3(void)
+{
+	NEED(F_INVLPGB, 0);
+	want_vec("a NOP at CPL3 (the method)", run_user(user_nop), -1);
+	want_vec("INVLPGB at CPL3", run_user(user_invlpgb), VEC_GP);
+	want_vec("TLBSYNC at CPL3", run_user(user_tlbsync), VEC_GP);
+	return RESULT();
+}
+
 static int t_invlpgb_ud(void)
 {
 	if (have & F_INVLPGB) {
@@ -1042,6 +1096,8 @@ static int t_invlpgb_ud(void)
 	}
 	want_vec("INVLPGB without the CPUID bit", try_invlpgb(0, 0, 0), VEC_UD);
 	want_vec("TLBSYNC without the CPUID bit", try_tlbsync(), VEC_UD);
+	want_vec("INVLPGB without the CPUID bit, at CPL3", run_user(user_invlpgb), VEC_UD);
+	want_vec("TLBSYNC without the CPUID bit, at CPL3", run_user(user_tlbsync), VEC_UD);
 	return RESULT();
 }
 
@@ -1115,7 +1171,7 @@ static const struct {
 	{ "cpuid_invpcid", t_cpuid_invpcid },
 	{ "cpuid_invlpgb", t_cpuid_invlpgb },
 	{ "second_vcpu_started", t_ap_started },
-	{ "stale_entry_seen_until_invlpg", t_method },
+	{ "method_stale_entries_and_cpl3", t_method },
 	{ "pcide_gp_outside_long_mode", t_pcide_outside_long_mode },
 	{ "pcide_rules", t_pcide_rules },
 	{ "cr0_pg_clear_with_pcide", t_cr0_pg },
@@ -1137,6 +1193,7 @@ static const struct {
 	{ "invlpgb_2m_stride", t_invlpgb_2m },
 	{ "invlpgb_global", t_invlpgb_global },
 	{ "invlpgb_count_gp", t_invlpgb_count_gp },
+	{ "invlpgb_tlbsync_gp_at_cpl3", t_invlpgb_cpl3 },
 	{ "invlpgb_tlbsync_ud_without_cpuid", t_invlpgb_ud },
 	{ "tlbsync_completes_remote_invalidation", t_tlbsync },
 	{ "invlpg_global_reaches_parked_pcid", t_invlpg_global },
@@ -1260,7 +1317,7 @@ static void setup_paging(void)
 		for (u64 off = 0; off < 0x200000; off += 4096)
 			*(u64 *)(BIG(k) + off) = MARK(BIGMARK(k));
 	for (int as = 0; as < NAS; as++) {
-		pml4[as][0] = (u64)pdpt_lo | PTE_P | PTE_W;
+		pml4[as][0] = (u64)pdpt_lo | PTE_P | PTE_W | PTE_U;
 		pml4[as][1] = (u64)pdpt_hi[as] | PTE_P | PTE_W;
 		pdpt_hi[as][0] = (u64)pd_hi[as] | PTE_P | PTE_W;
 		pd_hi[as][0] = (u64)pt_hi[as] | PTE_P | PTE_W;
@@ -1274,6 +1331,7 @@ void bsp_main(void)
 	int n = sizeof(cases) / sizeof(cases[0]), counts[3] = { 0, 0, 0 };
 
 	setup_idt();
+	setup_user();
 	print("\nKTAP version 1\n1..%d\n", n);	/* after the firmware's text */
 	parse_cmdline();
 	read_cpuid();
