@@ -1027,7 +1027,13 @@ static int t_invlpgb_2m(void)
 	   { S_READ, BIGSLOT(2) });
 	want_new("vCPU 1, 2 MiB page 0 of the range", r[0], BIGMARK(3));
 	want_new("vCPU 1, 2 MiB page 1 of the range", r[1], BIGMARK(4));
-	want_kept("vCPU 1, the 2 MiB page after the range", r[2], BIGMARK(2), BIGMARK(5));
+	/*
+	 * Only reported: TLBs may flush more around large pages (QEMU's softmmu
+	 * tracks them as one region per mmu_idx and flushes the whole mmu_idx
+	 * when a flush touches it), which is no fault of the PCID handling.
+	 */
+	diag("vCPU 1, the 2 MiB page after the range reads page %d (%s)", r[2],
+	     r[2] == BIGMARK(2) ? "kept" : "flushed too, allowed");
 	for (int j = 0; j < 3; j++)
 		*(volatile u64 *)&pd_hi[1][1 + j] = 0;
 	return RESULT();
