@@ -8,6 +8,7 @@
 #   make check-debug     the guest tests on the debug kernel (lockdep, DEBUG_VM)
 #   make check-long      the long stress, churn, hotplug and soak tests
 #   make check-emulator  the emulated CPU's PCID, INVPCID, INVLPGB (build/qemu)
+#   make check-mutants   seeded bugs: which ones the guest tests catch
 #
 # Every target installs what it needs first (make deps, through a stamp).
 
@@ -18,7 +19,7 @@ INITRAMFS := $(BUILD)/guest/initramfs.cpio.gz
 
 .PHONY: all deps tree kernel kernel-vanilla guest tools check demo \
 	compare bench-overhead check-series kernel-debug check-debug \
-	check-long check-emulator clean help
+	check-long check-mutants check-emulator clean help
 
 all: kernel guest tools
 
@@ -62,6 +63,9 @@ check-long: kernel guest tools
 # No kernel: a freestanding program tests the CPU that build/qemu emulates.
 check-emulator: $(DEPS_STAMP)
 	scripts/check-emulator
+
+check-mutants: kernel guest tools
+	scripts/check-mutants
 
 compare: kernel kernel-vanilla guest tools
 	scripts/compare

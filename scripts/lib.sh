@@ -115,3 +115,15 @@ $missing"
 	fi
 	rm -rf "$cfg"
 }
+
+# profile_append NAME: the extra kernel command line of the boot profile NAME
+# (tests/profiles); fails when there is no such profile.
+profile_append() {
+	awk -v p="$1" '$1 == p { found = 1; $1 = ""; sub(/^ /, ""); print } END { exit !found }' \
+		"$TOP/tests/profiles"
+}
+
+# test_profile FILE: the boot profile that a test file names ("# boot: NAME").
+test_profile() {
+	sed -n 's/^# boot: *//p' "$1" | head -n 1
+}

@@ -30,6 +30,10 @@
  *             the slot again), publish floor g+2. A surviving translation
  *             of the dropped page reads g+1 (or garbage once reused).
  *
+ * With --pages N, A is N pages long and every change applies to all N
+ * pages at once (one remap, mprotect or MADV_DONTNEED of the whole range,
+ * so one ranged TLB flush); each reader reads the pages of A in turn.
+ *
  * After every publication the writer waits (up to a timeout) until every
  * reader has completed a read that began after seeing it, so each reader
  * holds a translation of the current page in its TLB before the next
@@ -131,6 +135,8 @@ static int nreaders;
 static int cfg_mode = M_ALL;
 static uint64_t cfg_inject;	/* every Nth change published before it is made */
 static size_t page_size;
+static unsigned npages = 1;	/* A's length in pages (--pages) */
+static size_t span;		/* npages * page_size: A, and each slot */
 static char *page_a;		/* the address A */
 static char *slots_w;		/* W: MAP_SHARED view of the memfd */
 static int memfd = -1;
@@ -146,7 +152,7 @@ static void segv_handler(int sig, siginfo_t *si, void *uc)
 	struct sigaction dfl;
 
 	(void)uc;
-	if (tl_armed && addr >= page_a && addr < page_a + page_size) {
+	if (tl_armed && addr >= page_a && addr < page_a + span) {
 		tl_armed = 0;
 		siglongjmp(tl_jb, 1);
 	}
@@ -199,7 +205,7 @@ static void record_stale(struct reader *r, uint64_t pub, uint64_t v, uint64_t wg
 static void *reader_main(void *arg)
 {
 	struct reader *r = arg;
-	_Atomic uint64_t *a = (_Atomic uint64_t *)page_a;
+	_Atomic uint64_t *a;
 
 	if (r->cpu >= 0) {
 		r->err = pin_self(r->cpu);
@@ -224,6 +230,8 @@ static void *reader_main(void *arg)
 			r->checked[PUB_MODE(p)]++;
 			goto done;
 		}
+		/* The pages of A in turn. */
+		a = (_Atomic uint64_t *)(page_a + (r->nreads % npages) * page_size);
 		tl_armed = 1;
 		atomic_signal_fence(memory_order_seq_cst);
 		v = atomic_load_explicit(a, memory_order_acquire);
@@ -286,8 +294,10 @@ static void wait_acks(void)
 static void store_slot(unsigned slot, uint64_t g)
 {
 	atomic_store_explicit(&ctl.wgen, g, memory_order_relaxed);
-	atomic_store_explicit((_Atomic uint64_t *)(slots_w + (size_t)slot * page_size),
-			      g, memory_order_release);
+	for (unsigned i = 0; i < npages; i++)
+		atomic_store_explicit((_Atomic uint64_t *)(slots_w + (size_t)slot * span +
+							   (size_t)i * page_size),
+				      g, memory_order_release);
 }
 
 #define WCALL(expr, what) do {						\
@@ -331,9 +341,9 @@ static void *writer_main(void *arg)
 				publish(g, K_RW, mode);
 				wait_acks();
 			}
-			m = mmap(page_a, page_size, PROT_READ | PROT_WRITE,
+			m = mmap(page_a, span, PROT_READ | PROT_WRITE,
 				 MAP_PRIVATE | MAP_FIXED, memfd,
-				 (off_t)slot * (off_t)page_size);
+				 (off_t)slot * (off_t)span);
 			WCALL(m == MAP_FAILED, "mmap(MAP_FIXED)");
 			if (m != page_a) {
 				errno = EFAULT;
@@ -344,34 +354,35 @@ static void *writer_main(void *arg)
 			break;
 		case M_MPROTECT:
 			if (!late)
-				WCALL(mprotect(page_a, page_size, PROT_NONE),
+				WCALL(mprotect(page_a, span, PROT_NONE),
 				      "mprotect(PROT_NONE)");
 			publish(g + 1, K_NONE, mode);
 			wait_acks();
 			if (late)
-				WCALL(mprotect(page_a, page_size, PROT_NONE),
+				WCALL(mprotect(page_a, span, PROT_NONE),
 				      "mprotect(PROT_NONE)");
 			store_slot(slot, ++g);
-			WCALL(mprotect(page_a, page_size, PROT_READ | PROT_WRITE),
+			WCALL(mprotect(page_a, span, PROT_READ | PROT_WRITE),
 			      "mprotect(PROT_READ|PROT_WRITE)");
 			publish(g, K_RW, mode);
 			wait_acks();
 			break;
 		case M_DONTNEED:
-			/* Copy-on-write: A now maps a private anonymous page. */
+			/* Copy-on-write: A now maps private anonymous pages. */
 			atomic_store_explicit(&ctl.wgen, ++g, memory_order_relaxed);
-			atomic_store_explicit((_Atomic uint64_t *)page_a, g,
-					      memory_order_release);
+			for (unsigned i = 0; i < npages; i++)
+				atomic_store_explicit((_Atomic uint64_t *)(page_a + (size_t)i * page_size),
+						      g, memory_order_release);
 			publish(g, K_RW, mode);
 			wait_acks();
 			store_slot(slot, ++g);
 			if (!late)
-				WCALL(madvise(page_a, page_size, MADV_DONTNEED),
+				WCALL(madvise(page_a, span, MADV_DONTNEED),
 				      "madvise(MADV_DONTNEED)");
 			publish(g, K_RW, mode);
 			wait_acks();
 			if (late)
-				WCALL(madvise(page_a, page_size, MADV_DONTNEED),
+				WCALL(madvise(page_a, span, MADV_DONTNEED),
 				      "madvise(MADV_DONTNEED)");
 			break;
 		}
@@ -402,6 +413,9 @@ static void usage(void)
 "  -d, --duration=SECS  run time, fractions allowed, up to 86400 (default 5\n"
 "                       unless -n is given)\n"
 "  -n, --reads=N        stop once at least N reads were checked in total\n"
+"  -p, --pages=N        A is N pages, 1..64 (default 1): each change covers\n"
+"                       all of them, one ranged TLB flush; readers read the\n"
+"                       pages in turn\n"
 "  -i, --interval=SECS  print progress every SECS seconds (to stderr with\n"
 "                       --json)\n"
 "  -q, --quiet          print only the summary line\n"
@@ -442,6 +456,7 @@ int main(int argc, char **argv)
 		{ "writer-cpu",   required_argument, NULL, 'w' },
 		{ "duration",     required_argument, NULL, 'd' },
 		{ "reads",        required_argument, NULL, 'n' },
+		{ "pages",        required_argument, NULL, 'p' },
 		{ "interval",     required_argument, NULL, 'i' },
 		{ "quiet",        no_argument,       NULL, 'q' },
 		{ "json",         no_argument,       NULL, OPT_JSON },
@@ -466,7 +481,7 @@ int main(int argc, char **argv)
 
 	prog_name = "stalecheck";
 	argv[0] = (char *)prog_name;	/* getopt's messages name the tool */
-	while ((opt = getopt_long(argc, argv, "m:r:c:w:d:n:i:qh", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "m:r:c:w:d:n:p:i:qh", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'm':
 			if (!strcmp(optarg, "all"))
@@ -498,6 +513,9 @@ int main(int argc, char **argv)
 			break;
 		case 'n':
 			max_reads = opt_u64("-n", optarg, 1, 1000000000000000ull);
+			break;
+		case 'p':
+			npages = (unsigned)opt_u64("-p", optarg, 1, 64);
 			break;
 		case 'i':
 			interval = opt_seconds("-i", optarg, 0, 86400);
@@ -554,14 +572,15 @@ int main(int argc, char **argv)
 	memfd = memfd_create("stalecheck", MFD_CLOEXEC);
 	if (memfd < 0)
 		fatal_errno("memfd_create");
-	if (ftruncate(memfd, (off_t)(NSLOTS * page_size)))
+	span = npages * page_size;
+	if (ftruncate(memfd, (off_t)(NSLOTS * span)))
 		fatal_errno("ftruncate of the memfd");
-	slots_w = mmap(NULL, NSLOTS * page_size, PROT_READ | PROT_WRITE,
+	slots_w = mmap(NULL, NSLOTS * span, PROT_READ | PROT_WRITE,
 		       MAP_SHARED, memfd, 0);
 	if (slots_w == MAP_FAILED)
 		fatal_errno("mmap of the memfd");
 	store_slot(0, 1);
-	page_a = mmap(NULL, page_size, PROT_READ | PROT_WRITE, MAP_PRIVATE,
+	page_a = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE,
 		      memfd, 0);
 	if (page_a == MAP_FAILED)
 		fatal_errno("mmap of the test page");
@@ -706,6 +725,7 @@ int main(int argc, char **argv)
 		json_obj_begin(&j, NULL);
 		json_str(&j, "tool", "stalecheck");
 		json_str(&j, "mode", cfg_mode == M_ALL ? "all" : mode_name[cfg_mode]);
+		json_u64(&j, "pages", npages);
 		json_i64(&j, "writer_cpu", wcpu);
 		json_u64(&j, "readers", (uint64_t)nreaders);
 		json_str(&j, "reader_cpus", rbuf);
@@ -828,8 +848,8 @@ int main(int argc, char **argv)
 
 	free(readers);
 	cpulist_free(&rcpus);
-	munmap(page_a, page_size);
-	munmap(slots_w, NSLOTS * page_size);
+	munmap(page_a, span);
+	munmap(slots_w, NSLOTS * span);
 	close(memfd);
 	return ret;
 }
