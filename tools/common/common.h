@@ -78,6 +78,8 @@ uint64_t now_ns(void);
  * *stop (if stop is not NULL) is nonzero.
  */
 void sleep_ns(uint64_t ns, const atomic_int *stop);
+/* Call fn on SIGINT and SIGTERM (no SA_RESTART), to end a run early. */
+void on_stop_signals(void (*fn)(int));
 
 /* Human-readable byte count ("256 MiB", "1.5 GiB", "4096 B"). */
 void fmt_bytes(uint64_t bytes, char *buf, size_t len);

@@ -237,15 +237,7 @@ int main(int argc, char **argv)
 
 	/* SIGINT/SIGTERM end the run early; the report still comes.
 	 * Set before fork: the children share sh and stop with everyone. */
-	{
-		struct sigaction sa;
-
-		memset(&sa, 0, sizeof(sa));
-		sa.sa_handler = on_signal;
-		sigemptyset(&sa.sa_mask);
-		sigaction(SIGINT, &sa, NULL);
-		sigaction(SIGTERM, &sa, NULL);
-	}
+	on_stop_signals(on_signal);
 
 	fflush(stdout);
 	fflush(stderr);
