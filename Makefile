@@ -9,6 +9,7 @@
 #   make check-long      the long stress, churn, hotplug and soak tests
 #   make check-emulator  the emulated CPU's PCID, INVPCID, INVLPGB (build/qemu)
 #   make check-mutants   seeded bugs: which ones the guest tests catch
+#   make qemu     QEMU with PCID, INVPCID and INVLPGB (qemu/patches) in build/qemu
 #
 # Every target installs what it needs first (make deps, through a stamp).
 
@@ -19,7 +20,7 @@ INITRAMFS := $(BUILD)/guest/initramfs.cpio.gz
 
 .PHONY: all deps tree kernel kernel-vanilla guest tools check demo \
 	compare bench-overhead check-series kernel-debug check-debug \
-	check-long check-mutants check-emulator clean help
+	check-long qemu check-mutants check-emulator clean help
 
 all: kernel guest tools
 
@@ -42,6 +43,11 @@ kernel-vanilla: tree
 
 kernel-debug: tree
 	scripts/build-kernel debug
+
+# The QEMU build is a heavy one: it takes the CPU lock.
+qemu: $(DEPS_STAMP)
+	scripts/qemu-source
+	flock $(BUILD)/.cpu.lock scripts/build-qemu
 
 guest: $(INITRAMFS)
 

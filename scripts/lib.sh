@@ -45,16 +45,23 @@ installed_source_version() {
 		awk '$3 == "installed" { print $4 }'
 }
 
-# Run make for the kernel with ccache when it is there. ccache is told to
-# ignore absolute paths below the checkout, so that a fresh clone in another
-# folder still hits the cache.
-kmake() {
-	local cc=gcc
+# use_ccache: set CC_CACHED to "ccache gcc" when ccache is there (else gcc).
+# ccache is told to ignore absolute paths below the checkout, so that a fresh
+# clone in another folder still hits the cache.
+use_ccache() {
+	CC_CACHED=gcc
 	if command -v ccache >/dev/null; then
-		cc="ccache gcc"
+		CC_CACHED="ccache gcc"
 		export CCACHE_BASEDIR=$TOP CCACHE_NOHASHDIR=1 CCACHE_SLOPPINESS=time_macros
 		export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-8G}
 	fi
+}
+
+# Run make for the kernel with ccache when it is there.
+kmake() {
+	local cc
+	use_ccache
+	cc=$CC_CACHED
 	KBUILD_BUILD_TIMESTAMP=${KBUILD_BUILD_TIMESTAMP:-'2026-01-01'} \
 	KBUILD_BUILD_USER=tlb KBUILD_BUILD_HOST=guest \
 		make -s CC="$cc" HOSTCC="$cc" "$@"
