@@ -11,11 +11,12 @@
  * is still in the TLB; reading C's means it is gone. Whether an entry is
  * *kept* is never promised (a TLB may evict at any time), so those checks
  * only fail when the kernel line says "expect=...,retain" (an emulator that
- * claims to keep inactive PCIDs must keep them). Whether an entry is *gone*
+ * claims to keep inactive PCIDs must keep them), or for a global entry
+ * through a flush of non-global ones, "globals". Whether an entry is *gone*
  * after an invalidation is promised, and always checked.
  *
- * Kernel line: expect=pcid,invpcid,invlpgb,retain (features the CPU must
- * have; a missing one fails its cases instead of skipping them) and
+ * Kernel line: expect=pcid,invpcid,invlpgb,retain,globals (features the CPU
+ * must have; a missing one fails its cases instead of skipping them) and
  * "strict" (remote INVLPGB must not take effect before the TLBSYNC).
  * Output: KTAP on COM1. Exit through isa-debug-exit at 0xf4: 0 all passed,
  * 1 some failed, 2 bail out.
@@ -49,6 +50,7 @@ typedef unsigned char u8;
 #define F_INVLPGB	(1 << 2)
 #define F_RETAIN	(1 << 3)	/* expectation only */
 #define F_STRICT	(1 << 4)	/* expectation only */
+#define F_GLOBALS	(1 << 5)	/* expectation only */
 
 /* INVLPGB rAX flags (APM) */
 #define IB_VA		(1UL << 0)
@@ -538,13 +540,17 @@ static void want_new(const char *what, int got, int want)
 	     got >= 0 ? " (a stale TLB entry)" : "");
 }
 
-/* Nothing invalidated this entry: an emulator that retains must keep it. */
-static void want_kept(const char *what, int got, int old, int new)
+/*
+ * Nothing invalidated this entry: an emulator that retains must keep it.
+ * f says which expectation makes it a requirement (retain or globals).
+ */
+static void kept(u32 f, const char *what, int got, int old, int new)
 {
 	if (got == old)
 		return;
-	if (got == new && !(expect & F_RETAIN)) {
-		diag("%s: entry evicted (allowed, retention not expected)", what);
+	if (got == new && !(expect & f)) {
+		diag("%s: entry evicted (allowed, %s not expected)", what,
+		     f == F_RETAIN ? "retention" : "keeping globals");
 		return;
 	}
 	failed = 1;
@@ -552,6 +558,17 @@ static void want_kept(const char *what, int got, int old, int new)
 		diag("%s: read page %d, want page %d: the entry was not retained", what, got, old);
 	else
 		diag("%s: read page %d, want page %d (kept) or %d", what, got, old, new);
+}
+
+static void want_kept(const char *what, int got, int old, int new)
+{
+	kept(F_RETAIN, what, got, old, new);
+}
+
+/* A global entry through a flush of non-global entries only. */
+static void want_global_kept(const char *what, int got, int old, int new)
+{
+	kept(F_GLOBALS, what, got, old, new);
 }
 
 static void want_vec(const char *what, int got, int want)
@@ -866,7 +883,7 @@ static int t_invpcid_3(void)
 	setup_all_contexts();
 	want_vec("INVPCID type 3", try_invpcid(3, 0, 0), -1);
 	RUN(r, { S_READ, GSLOT }, { S_READ, 0 }, { S_LOAD_NF, 2 }, { S_READ, 0 });
-	want_kept("global page", r[0], 8, 9);
+	want_global_kept("global page", r[0], 8, 9);
 	want_new("PCID 1 (active)", r[1], 2);
 	want_new("PCID 2 (inactive)", r[2], 3);
 	load_as(0, 0);
@@ -995,7 +1012,7 @@ static int t_invlpgb_all(void)
 	map(2, 0, 3);
 	invlpgb_sync("INVLPGB, no flags", 0, 0, 0);
 	AP(r, { S_READ, GSLOT }, { S_READ, 0 }, { S_LOAD_NF, 2 }, { S_READ, 0 });
-	want_kept("vCPU 1, global page after the non-global flush", r[0], 8, 9);
+	want_global_kept("vCPU 1, global page after the non-global flush", r[0], 8, 9);
 	want_new("vCPU 1, PCID 1 (active)", r[1], 2);
 	want_new("vCPU 1, PCID 2 (was parked)", r[2], 3);
 	invlpgb_sync("INVLPGB GLOBAL", IB_GLOBAL, 0, 0);
@@ -1227,7 +1244,7 @@ static void parse_cmdline(void)
 {
 	static const struct { const char *name; u32 f; } feats[] = {
 		{ "pcid", F_PCID }, { "invpcid", F_INVPCID },
-		{ "invlpgb", F_INVLPGB }, { "retain", F_RETAIN },
+		{ "invlpgb", F_INVLPGB }, { "retain", F_RETAIN }, { "globals", F_GLOBALS },
 	};
 	const u32 *info = (const u32 *)(u64)mb_info;
 	const char *s, *e;
@@ -1341,10 +1358,10 @@ void bsp_main(void)
 	print("\nKTAP version 1\n1..%d\n", n);	/* after the firmware's text */
 	parse_cmdline();
 	read_cpuid();
-	diag("CPUID: pcid=%d invpcid=%d invlpgb=%d; expected: pcid=%d invpcid=%d invlpgb=%d retain=%d strict=%d",
+	diag("CPUID: pcid=%d invpcid=%d invlpgb=%d; expected: pcid=%d invpcid=%d invlpgb=%d retain=%d globals=%d strict=%d",
 	     !!(have & F_PCID), !!(have & F_INVPCID), !!(have & F_INVLPGB),
 	     !!(expect & F_PCID), !!(expect & F_INVPCID), !!(expect & F_INVLPGB),
-	     !!(expect & F_RETAIN), !!(expect & F_STRICT));
+	     !!(expect & F_RETAIN), !!(expect & F_GLOBALS), !!(expect & F_STRICT));
 	setup_paging();
 	diag("test pages from %lx (TLB set %lu of 64 on)", VA(0), slot_base);
 	start_ap();
