@@ -353,7 +353,10 @@ static void flush_all(void)
  * BSP or be handed to the AP: flush all, load an AS (with or without
  * NOFLUSH), read a slot (its result goes to out[], in order), INVLPG a slot.
  */
-enum { S_END, S_FLUSH, S_LOAD, S_LOAD_NF, S_READ, S_INVLPG };
+enum { S_END, S_FLUSH, S_LOAD, S_LOAD_NF, S_READ, S_INVLPG, S_WATCH };
+
+/* S_WATCH: read a slot over and over until watch_go, then once more. */
+static u32 watch_armed, watch_go;
 struct step { int op; int arg; };
 
 static void run_steps(const struct step *s, int *out)
@@ -365,6 +368,13 @@ static void run_steps(const struct step *s, int *out)
 		case S_LOAD_NF: load_as(s->arg, 1); break;
 		case S_READ: *out++ = read_page(VA(s->arg)); break;
 		case S_INVLPG: invlpg(VA(s->arg)); break;
+		case S_WATCH:
+			do {
+				read_page(VA(s->arg));
+				__atomic_store_n(&watch_armed, 1, __ATOMIC_RELEASE);
+			} while (!__atomic_load_n(&watch_go, __ATOMIC_ACQUIRE));
+			*out++ = read_page(VA(s->arg));
+			break;
 		}
 	}
 }
@@ -407,13 +417,23 @@ static int wait_for(u32 *p, u32 val, u64 cycles)
 	return 1;
 }
 
-static void ap_steps(const struct step *s, int *out)
+static void ap_begin(const struct step *s, int *out)
 {
 	ap_prog = s;
 	ap_out = out;
 	__atomic_store_n(&ap_seq, ap_seq + 1, __ATOMIC_RELEASE);
+}
+
+static void ap_end(void)
+{
 	if (!wait_for(&ap_done, ap_seq, 20000000000UL))
 		bail_out("the second vCPU stopped answering");
+}
+
+static void ap_steps(const struct step *s, int *out)
+{
+	ap_begin(s, out);
+	ap_end();
 }
 
 #define AP(out, ...) ap_steps((const struct step[]){ __VA_ARGS__, { S_END, 0 } }, out)
@@ -1152,6 +1172,78 @@ static int t_tlbsync(void)
 	return RESULT();
 }
 
+/*
+ * The ordering TLBSYNC promises, many times over: vCPU 1 keeps reading X
+ * while vCPU 0 rewrites the PTE, issues INVLPGB and TLBSYNC, then sets a
+ * flag; any read of X that vCPU 1 makes after seeing the flag must miss
+ * the old entry. An emulator whose TLBSYNC does not wait for the remote
+ * flush loses this race now and then.
+ */
+static int t_tlbsync_order(void)
+{
+	int r[1], bad = 0, rounds = 200, v;
+
+	NEED(F_PCID | F_INVLPGB, 1);
+	map(1, 0, 0);
+	AP(r, { S_FLUSH, 0 }, { S_LOAD, 1 }, { S_READ, 0 });
+	for (int i = 0; i < rounds; i++) {
+		int old = i & 1, new = !old;
+
+		__atomic_store_n(&watch_armed, 0, __ATOMIC_RELEASE);
+		__atomic_store_n(&watch_go, 0, __ATOMIC_RELEASE);
+		ap_begin((const struct step[]){ { S_WATCH, 0 }, { S_END, 0 } }, r);
+		if (!wait_for(&watch_armed, 1, 20000000000UL))
+			bail_out("the second vCPU stopped answering");
+		map(1, 0, new);
+		v = try_invlpgb(VA(0) | IB_VA | IB_PCID, 0, IB_PCID_EDX(1));
+		if (v == -1)
+			v = try_tlbsync();
+		__atomic_store_n(&watch_go, 1, __ATOMIC_RELEASE);
+		ap_end();
+		if (v != -1) {
+			want_vec("INVLPGB, TLBSYNC", v, -1);
+			return FAIL;
+		}
+		if (r[0] != new && !bad++)
+			diag("round %d: vCPU 1 read page %d after the TLBSYNC, want page %d", i, r[0], new);
+	}
+	if (bad) {
+		failed = 1;
+		diag("%d of %d rounds read a stale entry after the TLBSYNC", bad, rounds);
+	}
+	return RESULT();
+}
+
+/* How many PCIDs keep an entry: fill one page under PCIDs 1-12 (the same
+ * tables), rewrite its PTE, and go back most recent first. */
+static int t_pcids_resident(void)
+{
+	int n = 0, k = 12;
+
+	NEED(F_PCID, 0);
+	map(1, 0, 0);
+	flush_all();
+	for (int p = 1; p <= k; p++) {
+		write_cr3((u64)pml4[1] | (u64)p);
+		read_page(VA(0));
+	}
+	map(1, 0, 1);
+	for (int p = k; p >= 1; p--) {
+		write_cr3((u64)pml4[1] | (u64)p | CR3_NOFLUSH);
+		if (read_page(VA(0)) != 0)
+			break;	/* the refill evicts another: stop counting */
+		n++;
+	}
+	load_as(0, 0);
+	diag("%d of %d PCIDs kept their entry", n, k);
+	if (n < 3) {
+		if (expect & F_RETAIN)
+			failed = 1;
+		diag("fewer than 3 PCIDs resident%s", expect & F_RETAIN ? "" : " (allowed, retention not expected)");
+	}
+	return RESULT();
+}
+
 static int t_invlpg_global(void)
 {
 	int r[2];
@@ -1203,6 +1295,7 @@ static const struct {
 	{ "noflush_retains_2_pcids", t_noflush_2 },
 	{ "cr3_without_noflush_flushes", t_cr3_flushes },
 	{ "noflush_retains_3_pcids", t_noflush_3 },
+	{ "pcids_resident", t_pcids_resident },
 	{ "cr4_pge_and_pcide_flush_all_pcids", t_cr4_flushes },
 	{ "invpcid_type0_address", t_invpcid_0 },
 	{ "invpcid_type1_context", t_invpcid_1 },
@@ -1221,6 +1314,7 @@ static const struct {
 	{ "invlpgb_tlbsync_gp_at_cpl3", t_invlpgb_cpl3 },
 	{ "invlpgb_tlbsync_ud_without_cpuid", t_invlpgb_ud },
 	{ "tlbsync_completes_remote_invalidation", t_tlbsync },
+	{ "tlbsync_orders_remote_reads", t_tlbsync_order },
 	{ "invlpg_global_reaches_parked_pcid", t_invlpg_global },
 	{ "invlpg_nonglobal_active_pcid", t_invlpg_nonglobal },
 };
