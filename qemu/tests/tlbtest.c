@@ -960,12 +960,17 @@ static int t_invlpgb_parked(void)
 	map(2, 0, 2);
 	AP(r, { S_FLUSH, 0 }, { S_LOAD, 2 }, { S_LOAD, 1 }, { S_READ, 0 }, { S_READ, 1 },
 	   { S_LOAD_NF, 2 });
+	/* the issuer is one of "all processors" too */
+	RUN(r, { S_FLUSH, 0 }, { S_LOAD, 2 }, { S_LOAD, 1 }, { S_READ, 0 }, { S_LOAD_NF, 2 });
 	map(1, 0, 3);
 	map(1, 1, 4);
 	invlpgb_sync("INVLPGB VA+PCID 1", VA(0) | IB_VA | IB_PCID, 0, IB_PCID_EDX(1));
 	AP(r, { S_LOAD_NF, 1 }, { S_READ, 0 }, { S_READ, 1 });
 	want_new("vCPU 1, PCID 1 parked during the INVLPGB", r[0], 3);
 	want_kept("vCPU 1, a page that was not named", r[1], 1, 4);
+	RUN(r, { S_LOAD_NF, 1 }, { S_READ, 0 });
+	want_new("vCPU 0 (the issuer), PCID 1 parked during the INVLPGB", r[0], 3);
+	load_as(0, 0);
 	return RESULT();
 }
 
