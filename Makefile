@@ -1,6 +1,7 @@
 # Broadcast TLB invalidation (AMD INVLPGB) on Debian's 6.12, tested in QEMU.
 #
-#   make demo     boot the patched kernel and show it working
+#   make demo     boot the patched kernel on emulated INVLPGB hardware and
+#                 with the software model, and show it working
 #   make check    build everything and run the test suite in the guest
 #   make compare  vanilla against the series: table and plots in build/results
 #   make bench-overhead  what tlbtop, bpftrace and perf record cost
@@ -57,17 +58,17 @@ $(INITRAMFS): guest-image/init guest-image/build-initramfs $(DEPS_STAMP)
 tools: kernel
 	$(MAKE) -s -C tools
 
-check: kernel kernel-vanilla guest tools
+check: kernel kernel-vanilla guest tools qemu
 	tests/check
 
-check-debug: kernel kernel-debug guest tools
+check-debug: kernel kernel-debug guest tools qemu
 	tests/check --guest-only --kernel $(BUILD)/obj/debug/arch/x86/boot/bzImage
 
 check-long: kernel guest tools
 	tests/check --guest-only --long
 
 # No kernel: a freestanding program tests the CPU that build/qemu emulates.
-check-emulator: $(DEPS_STAMP)
+check-emulator: qemu
 	scripts/check-emulator
 
 check-mutants: kernel guest tools
@@ -79,7 +80,7 @@ compare: kernel kernel-vanilla guest tools
 bench-overhead: kernel guest tools
 	scripts/bench-overhead
 
-demo: kernel guest tools
+demo: kernel guest tools qemu
 	scripts/demo
 
 check-series: tree

@@ -130,7 +130,8 @@ profile_append() {
 		"$TOP/tests/profiles"
 }
 
-# test_profile FILE: the boot profile that a test file names ("# boot: NAME").
+# test_profile FILE: the boot profile that a test file names first in its
+# "# boot: NAME..." line.
 test_profile() {
-	sed -n 's/^# boot: *//p' "$1" | head -n 1
+	sed -n 's/^# boot: *//p' "$1" | head -n 1 | awk '{ print $1 }'
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# boot: soft
+# boot: soft hw
 # A process whose flushes all come from one thread still gets a global
 # ASID. The writer of tools/remapper remaps a page every 32 jiffies while
 # seven pinned threads keep busy in the process, each remap timed so that

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# boot: soft
+# boot: soft hw
 # Ranged flushes: the stale-translation checker with a 16-page address A
 # (stalecheck --pages 16), so that every remap, mprotect and MADV_DONTNEED
 # flushes a range of 16 pages: more than one INVLPGB can cover
