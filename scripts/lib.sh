@@ -4,6 +4,8 @@
 
 TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD=${BUILD:-$TOP/build}
+# The QEMU of `make qemu`, whose CPU has PCID, INVPCID and INVLPGB (qemu/).
+HW_QEMU=$BUILD/qemu/qemu-system-x86_64
 # shellcheck source=scripts/versions
 . "$TOP/scripts/versions"
 

@@ -30,7 +30,6 @@
 #include <getopt.h>
 #include <math.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
