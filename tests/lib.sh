@@ -75,6 +75,53 @@ btlb() {
 	awk -v k="$2" '$1 == k { print $2 }' "$BTLB/$1"
 }
 
+# booted_mode: the broadcast TLB mode that this boot asked for: the software
+# model when the command line says invlpgb=soft[,drop], else "hardware"
+# (a CPU with INVLPGB; tests/profiles' hw profiles boot on one).
+booted_mode() {
+	case " $(cat /proc/cmdline) " in
+	*" invlpgb=soft,drop "*) echo soft,drop ;;
+	*" invlpgb=soft "*) echo soft ;;
+	*) echo hardware ;;
+	esac
+}
+
+# on_model: true when this boot runs the software model.
+on_model() { [ "$(booted_mode)" != hardware ]; }
+
+# expect_booted_mode: debugfs and the boot log say what the command line
+# asked for (the software model, or INVLPGB found through CPUID).
+expect_booted_mode() {
+	local want log
+	want=$(booted_mode)
+	expect_eq "debugfs reports mode $want" "$want" "$(cat "$BTLB/mode" 2>&1)"
+	case $want in
+	hardware) log='broadcast TLB invalidation: hardware INVLPGB' ;;
+	*) log='broadcast TLB invalidation: software model' ;;
+	esac
+	if dmesg | grep -q "$log"; then
+		pass "the boot log says \"$log\""
+	else
+		fail "the boot log says \"$log\"" "$(dmesg | grep -i 'broadcast tlb\|invlpgb' | head -n 5)"
+	fi
+}
+
+# invlpgbs: INVLPGBs issued so far. Under the software model, its counter
+# of requests; on (emulated) hardware, which counts nothing the guest can
+# read, the tlb:invlpgb_issue events since invlpgbs_begin: the trace ring's
+# entries plus its overruns, so that a full ring loses none of the count.
+# invlpgbs_begin clears the trace ring (and with it any other trace_on).
+invlpgbs_begin() { on_model || trace_on invlpgb_issue; }
+invlpgbs() {
+	if on_model; then
+		btlb soft requests_issued
+	else
+		awk '$1 == "entries:" || $1 == "overrun:" { s += $2 } END { print s + 0 }' \
+			/sys/kernel/tracing/per_cpu/cpu*/stats
+	fi
+}
+invlpgbs_end() { on_model || trace_off; }
+
 # settle_cpus: run a task on every CPU, so that lazy TLB references to
 # exited processes' mms are dropped and their global ASIDs freed.
 settle_cpus() {

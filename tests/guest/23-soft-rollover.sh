@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# boot: soft-asidmax
+# boot: soft-asidmax hw-asidmax
 # With global_asid_max=4, more than four global-ASID processes, one after
 # another and several at once: the allocator wraps (reset), hands a freed
 # ASID out again only after a reset, never hands out one that is in use,

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# boot: soft
+# boot: soft hw
 # stress-ng's tlb-shootdown, madvise, mremap, mprotect, mmap and fork
 # stressors, one after the other, with the stale-translation checker
 # running beside them all along: no stale read, every stressor passes, no
@@ -17,7 +17,7 @@ nstress=$(echo $stressors | wc -w)
 settle_cpus
 
 i0=$(tlb_ipis)
-[ -d "$BTLB" ] && { a0=$(btlb global_asid assigned); r0=$(btlb soft requests_issued 2>/dev/null || echo 0); }
+[ "$expect" = broadcast ] && { invlpgbs_begin; a0=$(btlb global_asid assigned); r0=$(invlpgbs); }
 # The checker's readers on CPUs 0-3, the stressors on 4-7, so that both
 # keep going on 2 host cores.
 "$TOOLS/stalecheck/stalecheck" -c 0-3 -d $((secs * nstress + 10)) --json >"$t/stale.json" &
@@ -41,13 +41,14 @@ expect_eq "stalecheck beside them exits 0" 0 "$rc"
 expect_eq "no stale read" 0 "$(json "$t/stale.json" 'j["stale_reads"]' 2>&1)"
 case $expect in
 broadcast)
-	a1=$(btlb global_asid assigned) r1=$(btlb soft requests_issued)
-	diag "$((a1 - a0)) global ASIDs assigned, $((r1 - r0)) INVLPGB requests, $((i1 - i0)) TLB IPIs"
+	a1=$(btlb global_asid assigned) r1=$(invlpgbs)
+	invlpgbs_end
+	diag "$((a1 - a0)) global ASIDs assigned, $((r1 - r0)) INVLPGBs, $((i1 - i0)) TLB IPIs"
 	if [ $((a1 - a0)) -gt 0 ] && [ $((r1 - r0)) -gt 0 ]; then
 		pass "broadcast flushing was in use (global ASIDs and INVLPGBs)"
 	else
 		fail "broadcast flushing was in use (global ASIDs and INVLPGBs)" \
-			"assigned $((a1 - a0)), requests $((r1 - r0))"
+			"assigned $((a1 - a0)), INVLPGBs $((r1 - r0))"
 	fi ;;
 ipis)
 	diag "$((i1 - i0)) TLB IPIs; mode: $(cat "$BTLB/mode" 2>&1)"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# boot: soft-asidmax
+# boot: soft-asidmax hw-asidmax
 # Churn: many short-lived multi-threaded processes, two at a time, each
 # flushing on four CPUs so that it gets a global ASID, with the pool capped
 # at 4 (global_asid_max=4): many rollovers, no ASID handed out twice at

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# boot: soft
+# boot: soft hw
 # CPU hotplug under broadcast flushing: CPUs 1-7 go offline and online
 # through sysfs again and again while tlbflush (a global-ASID process) and
 # the stale-translation checker run: no stale read, no failed check, no
@@ -9,7 +9,8 @@
 secs=${HOTPLUG_SECS:-20}
 t=$(mktemp -d)
 settle_cpus
-r0=$(btlb soft requests_issued)
+invlpgbs_begin
+r0=$(invlpgbs)
 # Both run until SIGINT, which they take as the end of the run.
 "$TOOLS/tlbflush/tlbflush" -t 4 -d 86400 --json >"$t/flush.json" &
 fp=$!
@@ -34,8 +35,9 @@ for f in /sys/devices/system/cpu/cpu[1-9]*/online; do
 done
 wait "$fp"; frc=$?
 wait "$sp"; src=$?
-r1=$(btlb soft requests_issued)
-diag "$cycles offline/online cycles, $errors sysfs errors, $((r1 - r0)) INVLPGB requests"
+r1=$(invlpgbs)
+invlpgbs_end
+diag "$cycles offline/online cycles, $errors sysfs errors, $((r1 - r0)) INVLPGBs"
 diag "tlbflush: $(json "$t/flush.json" '"%d loops, %d failed checks" % (j["total_loops"], j["failed_checks"])' 2>&1)"
 diag "stalecheck: $(json "$t/stale.json" '"%d checked reads, %d stale" % (j["checked_reads"], j["stale_reads"])' 2>&1)"
 if [ "$errors" -eq 0 ]; then

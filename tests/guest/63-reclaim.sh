@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# boot: soft
+# boot: soft hw
 # Reclaim under the stale-translation checker: memory-cgroup reclaim (anon
 # to zram, dirty file pages on tmpfs), then kswapd (a process locks most of
 # the free memory; compressible anonymous pages swapped to zram), each with
@@ -48,7 +48,9 @@ kswapd_reclaimed() {
 	grep -o 'nr_reclaimed=[0-9]*' /sys/kernel/tracing/trace | awk -F= '{ s += $2 } END { print s + 0 }'
 }
 
-b0=$(btlb soft requests_issued)
+# The model counts INVLPGBs; on hardware the count would need the trace
+# ring, which the kswapd run uses for its own event.
+on_model && b0=$(btlb soft requests_issued)
 reclaim_under_checker "memcg" -m 96M -f 16M -D /tmp --hot 8 \
 	--cgroup /sys/fs/cgroup/test-reclaim --limit 48M
 r=$(json "$t/reclaim.json" 'j["pages_reclaimed"] or 0' 2>&1)
@@ -82,7 +84,6 @@ if [ "$k" -gt 0 ]; then
 else
 	fail "kswapd reclaimed folios" "no mm_vmscan_lru_shrink_inactive of kswapd0 reclaimed any"
 fi
-b1=$(btlb soft requests_issued)
-diag "$((b1 - b0)) INVLPGB requests during the runs"
+on_model && diag "$(($(btlb soft requests_issued) - b0)) INVLPGB requests during the runs"
 dmesg_clean "dmesg is clean"
 rm -rf "$t"
