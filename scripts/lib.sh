@@ -92,10 +92,21 @@ tree_fragment() {
 # make_config SRC OBJ FRAGMENT...: tinyconfig with the fragments merged on
 # top, written to OBJ/.config only when it differs (so that an unchanged
 # config rebuilds nothing). Every option of the fragments must survive.
+# The inputs (the fragments, every Kconfig file and tiny.config of SRC,
+# ARCH, the compiler) are hashed into OBJ/.config.inputs: when they are the same as the
+# last time, OBJ/.config is kept as it is, without running kconfig.
 make_config() {
-	local src=$1 obj=$2 cfg missing
+	local src=$1 obj=$2 cfg missing inputs
 	shift 2
 	mkdir -p "$obj"
+	inputs=$({ echo "ARCH=${ARCH:-}"; gcc --version | head -n 1; cat "$@"
+		(cd "$src" && find . -name .git -prune -o \( -name 'Kconfig*' -o -name tiny.config \) \
+			-print | LC_ALL=C sort | xargs sha256sum); } | sha256sum | cut -d' ' -f1)
+	if [ -f "$obj/.config" ] && [ "$(cat "$obj/.config.inputs" 2>/dev/null)" = "$inputs" ]; then
+		echo "    config inputs unchanged"
+		return 0
+	fi
+	rm -f "$obj/.config.inputs"
 	cfg=$(mktemp -d)
 	kmake -C "$src" O="$cfg" tinyconfig >/dev/null
 	(cd "$src" && scripts/kconfig/merge_config.sh -m -O "$cfg" "$cfg/.config" "$@") \
@@ -122,6 +133,7 @@ $missing"
 		cp "$cfg/.config" "$obj/.config"
 		echo "    config updated"
 	fi
+	echo "$inputs" >"$obj/.config.inputs"
 	rm -rf "$cfg"
 }
 
