@@ -61,7 +61,19 @@ ipis)
 		fail "no global ASID was handed out" "assigned: $(btlb global_asid assigned)"
 	else
 		pass "no global ASID was handed out"
-	fi ;;
+	fi
+	# With nopcid the boot log must say why there is no broadcast flushing
+	# (the model's refusal, or the CPU's INVLPGB turned off with PCID),
+	# not leave it to be taken for a CPU without INVLPGB.
+	case " $(cat /proc/cmdline) " in
+	*" nopcid "*)
+		if dmesg | grep -Eq 'nopcid: the software model stays off|invalidation: none \(the CPU has INVLPGB, but PCID is off'; then
+			pass "the boot log says that nopcid keeps broadcast flushing off"
+		else
+			fail "the boot log says that nopcid keeps broadcast flushing off" \
+				"$(dmesg | grep -i 'broadcast tlb\|invlpgb\|pcid' | head -n 5)"
+		fi ;;
+	esac ;;
 esac
 dmesg_clean "dmesg is clean"
 rm -rf "$t"
