@@ -69,7 +69,10 @@ expect_eq "tlbflush's data checks pass" 0 "$rc"
 diag "tlbflush: $(json "$t/flush.json" '"%d loops, %.0f loops/s, %d failed checks" % (j["total_loops"], j["loops_per_sec"], j["failed_checks"])' 2>&1)"
 
 back=
-for _ in $(seq 1 50); do
+# Up to 20 s: each round runs a task on every CPU, which under TCG takes
+# seconds, and a leaked ASID never comes back however long one waits.
+t_back=$SECONDS
+while [ $((SECONDS - t_back)) -lt 20 ]; do
 	settle_cpus
 	[ "$(btlb global_asid in_use)" -eq "$base" ] && { back=1; break; }
 	sleep 0.2

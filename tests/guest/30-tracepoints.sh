@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# boot: soft hw
+# boot: soft
 # The eight tlb events exist with their fields, fire under workloads meant
 # to trigger them, carry sane values, and their counts agree with the
 # debugfs counters over the same window (the INVLPGB and TLBSYNC counts

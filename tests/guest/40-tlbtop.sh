@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# boot: soft hw
+# boot: soft
 # tlbtop under the software model and on the emulated CPU (hw): the
 # 8-thread tlbflush workload's row has
 # a global ASID and avoided IPIs; the totals agree with perf stat, debugfs
