@@ -6,6 +6,11 @@ TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD=${BUILD:-$TOP/build}
 # The QEMU of `make qemu`, whose CPU has PCID, INVPCID and INVLPGB (qemu/).
 HW_QEMU=$BUILD/qemu/qemu-system-x86_64
+# Its CPU for check-mutants' hw mode: invlpgb-strict=on holds every remote
+# invalidation until the issuing vCPU's TLBSYNC, the latest that the
+# architecture allows, so that a missing or misplaced TLBSYNC leaves
+# stale entries for the tests to find (docs/qemu.md).
+HW_CPU=max,invlpgb-strict=on
 # shellcheck source=scripts/versions
 . "$TOP/scripts/versions"
 
