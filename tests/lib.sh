@@ -131,6 +131,26 @@ settle_cpus() {
 	done
 }
 
+# asid_of PID: the global ASID that the trace shows assigned to process
+# PID (trace_on global_asid_assign first), or nothing. The event is traced
+# in the flushing thread; its TID, in the line's TASK-PID field, is matched
+# against PID's threads, so the process must still run. The pool's in_use
+# count alone cannot tell: an exited process's mm keeps its ASID until the
+# last lazy CPU drops it, which may happen just as PID gets one.
+asid_of() {
+	local line tid
+	grep 'global_asid_assign:' /sys/kernel/tracing/trace 2>/dev/null |
+		while read -r line; do
+			tid=${line%%[[:space:]]*}
+			tid=${tid##*-}
+			if [ -n "$tid" ] && [ -d "/proc/$1/task/$tid" ]; then
+				line=${line#*global_asid_assign: asid=}
+				echo "${line%%[!0-9]*}"
+				break
+			fi
+		done
+}
+
 # json FILE EXPR: a value from a JSON file, EXPR in Python on the object 'j'.
 json() {
 	python3 -c 'import json, sys; j = json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"

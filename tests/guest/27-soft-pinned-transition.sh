@@ -28,29 +28,29 @@ sp=$!
 got=
 start=$SECONDS
 while [ $((SECONDS - start)) -lt 60 ] && kill -0 "$sp" 2>/dev/null; do
-	[ "$(btlb global_asid in_use)" -gt "$base" ] && { got=1; break; }
+	asid=$(asid_of "$sp")
+	[ -n "$asid" ] && { got=1; break; }
 	sleep 0.1
 done
 ev=/sys/kernel/tracing/trace
 if [ -z "$got" ]; then
 	fail "the process on CPUs 4-7 gets a global ASID" \
-		"in_use stayed at $base for $((SECONDS - start)) s; stalecheck $(kill -0 "$sp" 2>/dev/null && echo "still running" || echo "had exited")"
+		"no tlb:global_asid_assign for it in $((SECONDS - start)) s ($(grep -c 'global_asid_assign:' "$ev") for any process); in_use $base before, $(btlb global_asid in_use) now; stalecheck $(kill -0 "$sp" 2>/dev/null && echo "still running" || echo "had exited")"
 	skip "the transition to it ends" "no global ASID was assigned"
 	skip "its flushes are INVLPGBs with no shootdown IPI" "no global ASID was assigned"
 else
 	pass "the process on CPUs 4-7 gets a global ASID"
-	asid=$(grep -m1 -o 'global_asid_assign: asid=[0-9]*' "$ev" | cut -d= -f2)
-	diag "ASID ${asid:-?} after $((SECONDS - start)) s ($(grep -m1 -o 'global_asid_assign: .*' "$ev"))"
+	diag "ASID $asid after $((SECONDS - start)) s ($(grep -m1 -o "global_asid_assign: asid=$asid .*" "$ev"))"
 	done_ev=
 	for _ in $(seq 1 100); do
-		done_ev=$(grep -m1 -o "global_asid_transition_done: asid=${asid:-[0-9]*} .*" "$ev")
+		done_ev=$(grep -m1 -o "global_asid_transition_done: asid=$asid .*" "$ev")
 		[ -n "$done_ev" ] && break
 		sleep 0.1
 	done
 	if [ -n "$done_ev" ]; then
 		pass "the transition to it ends ($done_ev)"
 	else
-		fail "the transition to it ends" "no global_asid_transition_done for ASID ${asid:-?} within 10 s"
+		fail "the transition to it ends" "no global_asid_transition_done for ASID $asid within 10 s"
 	fi
 	trace_off
 
