@@ -7,7 +7,8 @@
 #   make bench-overhead  what tlbtop, bpftrace and perf record cost
 #   make check-series    every step of the series builds; checkpatch; W=1
 #   make check-debug     the guest tests on the debug kernel (lockdep, DEBUG_VM)
-#   make check-long      the long stress, churn, hotplug and soak tests
+#   make check-long      vanilla against the series (short), and the long
+#                        stress, churn, hotplug and soak tests
 #   make check-emulator  the emulated CPU's PCID, INVPCID, INVLPGB (build/qemu)
 #   make check-mutants   seeded bugs: which ones the guest tests catch
 #   make qemu     QEMU with PCID, INVPCID and INVLPGB (qemu/patches) in build/qemu
@@ -58,14 +59,14 @@ $(INITRAMFS): guest-image/init guest-image/build-initramfs $(DEPS_STAMP)
 tools: kernel
 	$(MAKE) -s -C tools
 
-check: kernel kernel-vanilla guest tools qemu
+check: kernel guest tools qemu
 	tests/check
 
 check-debug: kernel kernel-debug guest tools qemu
 	tests/check --guest-only --kernel $(BUILD)/obj/debug/arch/x86/boot/bzImage
 
-check-long: kernel guest tools
-	tests/check --guest-only --long
+check-long: kernel kernel-vanilla guest tools
+	tests/check --long
 
 # No kernel: a freestanding program tests the CPU that build/qemu emulates.
 check-emulator: qemu
