@@ -210,6 +210,20 @@ void cpulist_available(struct cpulist *out)
 		fatal("no CPU available");
 }
 
+void opt_cpulist_or_first(const char *opt, const char *arg, int n, int min,
+			  const char *what, struct cpulist *out)
+{
+	if (arg) {
+		opt_cpulist(opt, arg, out);
+	} else {
+		cpulist_available(out);
+		if (out->n > n)
+			out->n = n;
+	}
+	if (out->n < min)
+		usage_error("%s: need %s", opt, what);
+}
+
 void opt_cpulist(const char *opt, const char *arg, struct cpulist *out)
 {
 	const char *p = arg, *end;

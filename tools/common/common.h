@@ -63,6 +63,13 @@ struct cpulist {
 void opt_cpulist(const char *opt, const char *arg, struct cpulist *out);
 /* The CPUs this process may run on, ascending. */
 void cpulist_available(struct cpulist *out);
+/*
+ * A tool's CPU list: ARG parsed as opt_cpulist() does when it is given,
+ * else the first N CPUs this process may run on. At least MIN CPUs, else
+ * EXIT_USAGE with WHAT ("a freer and at least one reader") in the message.
+ */
+void opt_cpulist_or_first(const char *opt, const char *arg, int n, int min,
+			  const char *what, struct cpulist *out);
 /* Format as a compact range list ("0-3,6") into buf. */
 void cpulist_format(const struct cpulist *cl, char *buf, size_t len);
 void cpulist_free(struct cpulist *cl);

@@ -20,8 +20,9 @@
  * The readers wait for the freer by spinning in user space, so that their
  * TLBs are not flushed by anything but the flush under test.
  *
- * The programs are a few instructions each, written out here rather than
- * compiled (syscall programs, which must be sleepable): the addr_space_cast instruction that makes a pointer an arena
+ * The programs (sleepable syscall programs, as bpf_arena_free_pages()
+ * needs) are a few instructions each, written out here rather than
+ * compiled: the addr_space_cast instruction that makes a pointer an arena
  * pointer needs a newer clang than Debian 12's.
  *
  * Exit: 0 no stale read, 1 stale reads (or a first read that missed the
@@ -291,15 +292,8 @@ int main(int argc, char **argv)
 	usage_no_operands(argc, argv, optind);
 	if (opt.quiet && opt.json)
 		usage_error("-q and --json do not go together");
-	if (cpus) {
-		opt_cpulist("--cpus", cpus, &opt.cpus);
-	} else {
-		cpulist_available(&opt.cpus);
-		if (opt.cpus.n > 4)
-			opt.cpus.n = 4;
-	}
-	if (opt.cpus.n < 2)
-		usage_error("--cpus: need a freer and at least one reader");
+	opt_cpulist_or_first("--cpus", cpus, 4, 2,
+			     "a freer and at least one reader", &opt.cpus);
 
 	setup();
 	th = calloc(opt.cpus.n, sizeof(*th));
