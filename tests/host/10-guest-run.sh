@@ -86,3 +86,14 @@ if [ "$rc" -eq 125 ] && grep -q 'crashed' <<<"$out"; then
 else
 	fail "a kernel panic in the guest: exit 125 with the console's last lines" "status $rc" "$(tail -n 5 <<<"$out")"
 fi
+
+# A boot that does not reach the command: a --boot-timeout of 1 s stops
+# each boot before /init starts it (booting takes several seconds).
+out=$("$gr" --boot-timeout 1 -- true 2>&1); rc=$?
+boots=$(grep -c 'warning: the guest had not started the command after 1s; booting again' <<<"$out")
+if [ "$rc" -eq 125 ] && [ "$boots" -eq 2 ] && grep -q 'had not started the command after 1s, in 3 boots' <<<"$out"; then
+	pass "a boot that never starts the command: three boots, then exit 125"
+else
+	fail "a boot that never starts the command: three boots, then exit 125" \
+		"status $rc, $boots warnings" "$(tail -n 3 <<<"$out")"
+fi
