@@ -131,6 +131,19 @@ settle_cpus() {
 	done
 }
 
+# keep_cpus_4_7: from here on the test's shell, and so every command it
+# starts, stays on CPUs 0-3, leaving CPUs 4-7 to the process under test
+# (taskset -c 4-7), which then switch to no other mm; then settle_cpus.
+# On a guest with fewer than 8 CPUs: a skip, and status 1.
+keep_cpus_4_7() {
+	if [ "$(nproc)" -lt 8 ]; then
+		skip "the transition ends on CPUs that run only the process" "needs 8 CPUs, has $(nproc)"
+		return 1
+	fi
+	taskset -p -c 0-3 $$ >/dev/null
+	settle_cpus
+}
+
 # asid_of PID: the global ASID that the trace shows assigned to process
 # PID (trace_on global_asid_assign first), or nothing. The event is traced
 # in the flushing thread; its TID, in the line's TASK-PID field, is matched

@@ -11,15 +11,7 @@
 . "$(dirname "$0")/../lib.sh"
 t=$(mktemp -d)
 
-if [ "$(nproc)" -lt 8 ]; then
-	skip "the transition ends on CPUs that run only the process" "needs 8 CPUs, has $(nproc)"
-	exit 0
-fi
-# Children inherit this: nothing of the test runs on CPUs 4-7 but the
-# process under test (taskset below).
-taskset -p -c 0-3 $$ >/dev/null
-
-settle_cpus
+keep_cpus_4_7 || exit 0
 base=$(btlb global_asid in_use)
 trace_on global_asid_assign global_asid_transition_done
 taskset -c 4-7 "$TOOLS/stalecheck/stalecheck" -w 4 -c 5-7 -d 600 --json >"$t/stale.json" 2>"$t/stale.err" &
