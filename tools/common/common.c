@@ -311,6 +311,20 @@ int pin_self(int cpu)
 	return pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
 }
 
+void pin_self_or_die(int cpu)
+{
+	int err = pin_self(cpu);
+
+	if (err)
+		fatal("pinning to CPU %d: %s", cpu, strerror(err));
+}
+
+void spin_until(const atomic_uint *v, unsigned int want)
+{
+	while (atomic_load(v) != want)
+		__builtin_ia32_pause();
+}
+
 uint64_t now_ns(void)
 {
 	struct timespec ts;

@@ -77,6 +77,10 @@ bool cpu_available(int cpu);
 
 /* Pin the calling thread to one CPU; returns 0 or an errno value. */
 int pin_self(int cpu);
+/* The same, exit(EXIT_ERROR) when it fails. */
+void pin_self_or_die(int cpu);
+/* Spin (with PAUSE, no system call) until *v == want. */
+void spin_until(const atomic_uint *v, unsigned int want);
 
 /* CLOCK_MONOTONIC in nanoseconds. */
 uint64_t now_ns(void);

@@ -37,11 +37,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <bpf/btf.h>
 
+#include "../common/bpfsys.h"
 #include "../common/common.h"
 
 /* From the 6.12 UAPI; Debian 12's headers predate arenas. */
@@ -66,42 +66,10 @@ static _Atomic unsigned int phase, acks;
 static _Atomic uint64_t round_no;
 static _Atomic uint64_t first_misses, stale_reads, reads;
 
-static long sys_bpf(int cmd, union bpf_attr *attr)
-{
-	return syscall(__NR_bpf, cmd, attr, sizeof(*attr));
-}
-
-#define INSN(c, d, s, o, i) \
-	((struct bpf_insn){ .code = (c), .dst_reg = (d), .src_reg = (s), \
-			    .off = (o), .imm = (i) })
 /* dst = map (a two-instruction load of the map's fd) */
 #define LD_MAP(d, fd) \
-	INSN(BPF_LD | BPF_DW | BPF_IMM, d, BPF_PSEUDO_MAP_FD, 0, fd), \
-	INSN(0, 0, 0, 0, 0)
-
-static int load(const struct bpf_insn *insn, unsigned int n, int flags,
-		const char *name)
-{
-	static char log[65536];
-	union bpf_attr a;
-	int fd;
-
-	memset(&a, 0, sizeof(a));
-	a.prog_type = BPF_PROG_TYPE_SYSCALL;
-	a.insns = (uintptr_t)insn;
-	a.insn_cnt = n;
-	a.license = (uintptr_t)"GPL";
-	a.prog_flags = flags;
-	a.log_buf = (uintptr_t)log;
-	a.log_size = sizeof(log);
-	a.log_level = 1;
-	log[0] = '\0';
-	fd = sys_bpf(BPF_PROG_LOAD, &a);
-	if (fd < 0)
-		fatal("loading the %s program: %s\n%s", name, strerror(errno),
-		      log);
-	return fd;
-}
+	BPF_INSN(BPF_LD | BPF_DW | BPF_IMM, d, BPF_PSEUDO_MAP_FD, 0, fd), \
+	BPF_INSN(0, 0, 0, 0, 0)
 
 static void setup(void)
 {
@@ -131,54 +99,34 @@ static void setup(void)
 
 	/* r0 = *(u32 *)kernel_address(*(u64 *)ctx) */
 	struct bpf_insn rd[] = {
-		INSN(BPF_LDX | BPF_MEM | BPF_DW, BPF_REG_2, BPF_REG_1, 0, 0),
+		BPF_INSN(BPF_LDX | BPF_MEM | BPF_DW, BPF_REG_2, BPF_REG_1, 0, 0),
 		LD_MAP(BPF_REG_3, arena_fd),
-		INSN(BPF_ALU64 | BPF_MOV | BPF_X, BPF_REG_2, BPF_REG_2,
+		BPF_INSN(BPF_ALU64 | BPF_MOV | BPF_X, BPF_REG_2, BPF_REG_2,
 		     ADDR_SPACE_CAST, 1),
-		INSN(BPF_LDX | BPF_MEM | BPF_W, BPF_REG_0, BPF_REG_2, 0, 0),
-		INSN(BPF_JMP | BPF_EXIT, 0, 0, 0, 0),
+		BPF_INSN(BPF_LDX | BPF_MEM | BPF_W, BPF_REG_0, BPF_REG_2, 0, 0),
+		BPF_INSN(BPF_JMP | BPF_EXIT, 0, 0, 0, 0),
 	};
 	/* bpf_arena_free_pages(arena, *(u64 *)ctx, 1); r0 = 0 */
 	struct bpf_insn fr[] = {
-		INSN(BPF_LDX | BPF_MEM | BPF_DW, BPF_REG_2, BPF_REG_1, 0, 0),
+		BPF_INSN(BPF_LDX | BPF_MEM | BPF_DW, BPF_REG_2, BPF_REG_1, 0, 0),
 		LD_MAP(BPF_REG_1, arena_fd),
-		INSN(BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_3, 0, 0, 1),
-		INSN(BPF_JMP | BPF_CALL, 0, BPF_PSEUDO_KFUNC_CALL, 0, kfunc),
-		INSN(BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_0, 0, 0, 0),
-		INSN(BPF_JMP | BPF_EXIT, 0, 0, 0, 0),
+		BPF_INSN(BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_3, 0, 0, 1),
+		BPF_INSN(BPF_JMP | BPF_CALL, 0, BPF_PSEUDO_KFUNC_CALL, 0, kfunc),
+		BPF_INSN(BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_0, 0, 0, 0),
+		BPF_INSN(BPF_JMP | BPF_EXIT, 0, 0, 0, 0),
 	};
-	read_fd = load(rd, sizeof(rd) / sizeof(rd[0]), BPF_F_SLEEPABLE, "reader");
-	free_fd = load(fr, sizeof(fr) / sizeof(fr[0]), BPF_F_SLEEPABLE, "freer");
+	read_fd = bpf_syscall_prog_load(rd, sizeof(rd) / sizeof(rd[0]),
+					"the reader program");
+	free_fd = bpf_syscall_prog_load(fr, sizeof(fr) / sizeof(fr[0]),
+					"the freer program");
 }
 
 /* Run a program with the page's user address as its context. */
 static uint32_t run(int fd, void *page)
 {
 	uint64_t ctx = (uintptr_t)page;
-	union bpf_attr a;
 
-	memset(&a, 0, sizeof(a));
-	a.test.prog_fd = fd;
-	a.test.ctx_in = (uintptr_t)&ctx;
-	a.test.ctx_size_in = sizeof(ctx);
-	if (sys_bpf(BPF_PROG_TEST_RUN, &a) < 0)
-		fatal_errno("running a BPF program");
-	return a.test.retval;
-}
-
-static void pin(int cpu)
-{
-	int err = pin_self(cpu);
-
-	if (err)
-		fatal("pinning to CPU %d: %s", cpu, strerror(err));
-}
-
-/* Spin in user space until the freer (or the last reader) sets P. */
-static void wait_phase(unsigned int p)
-{
-	while (atomic_load(&phase) != p)
-		__builtin_ia32_pause();
+	return bpf_syscall_prog_run(fd, &ctx, sizeof(ctx));
 }
 
 static void *reader(void *arg)
@@ -186,19 +134,19 @@ static void *reader(void *arg)
 	unsigned int nreaders = opt.cpus.n - 1;
 	uint64_t r;
 
-	pin(*(int *)arg);
+	pin_self_or_die(*(int *)arg);
 	for (r = 0; r < opt.rounds; r++) {
 		char *page = arena + (r % opt.pages) * PAGE;
 		uint32_t v;
 
-		wait_phase(P_WRITTEN);
+		spin_until(&phase, P_WRITTEN);
 		while (atomic_load(&round_no) != r)
 			__builtin_ia32_pause();
 		v = run(read_fd, page);
 		if (v != MARK(r))
 			atomic_fetch_add(&first_misses, 1);
 		atomic_fetch_add(&acks, 1);
-		wait_phase(P_FREED);
+		spin_until(&phase, P_FREED);
 		v = run(read_fd, page);
 		atomic_fetch_add(&reads, 1);
 		if (v != 0)
@@ -302,7 +250,7 @@ int main(int argc, char **argv)
 	for (i = 1; i < opt.cpus.n; i++)
 		if (pthread_create(&th[i], NULL, reader, &opt.cpus.cpu[i]))
 			fatal("pthread_create failed");
-	pin(opt.cpus.cpu[0]);
+	pin_self_or_die(opt.cpus.cpu[0]);
 	for (r = 0; r < opt.rounds; r++) {
 		char *page = arena + (r % opt.pages) * PAGE;
 
@@ -310,12 +258,10 @@ int main(int argc, char **argv)
 		atomic_store(&round_no, r);
 		*(volatile uint32_t *)page = MARK(r);
 		atomic_store(&phase, P_WRITTEN);
-		while (atomic_load(&acks) != (unsigned int)opt.cpus.n - 1)
-			__builtin_ia32_pause();
+		spin_until(&acks, opt.cpus.n - 1);
 		run(free_fd, page);
 		atomic_store(&phase, P_FREED);
-		while (atomic_load(&phase) != P_NEXT)
-			__builtin_ia32_pause();
+		spin_until(&phase, P_NEXT);
 	}
 	for (i = 1; i < opt.cpus.n; i++)
 		pthread_join(th[i], NULL);
