@@ -12,6 +12,12 @@
 #   make check-emulator  the emulated CPU's PCID, INVPCID, INVLPGB (build/qemu)
 #   make check-mutants   seeded bugs: which ones the guest tests catch
 #   make qemu     QEMU with PCID, INVPCID and INVLPGB (qemu/patches) in build/qemu
+#   make kernel-upstream  sid's newest linux-source-7.x, built with the guest's
+#                 config without the series (build/obj/upstream)
+#   make distro-kernel    Debian's own built sid kernel and its modules
+#                 (build/distro), for the distro profiles
+#   make check-upstream   the guest tests that run on upstream kernels, on
+#                 the upstream and distro flavors
 #
 # Every target installs what it needs first (make deps, through a stamp).
 
@@ -22,7 +28,8 @@ INITRAMFS := $(BUILD)/guest/initramfs.cpio.gz
 
 .PHONY: all deps tree kernel kernel-vanilla guest tools check demo \
 	compare bench-overhead check-series kernel-debug check-debug \
-	check-long qemu check-mutants check-emulator clean help
+	check-long qemu check-mutants check-emulator clean help \
+	kernel-upstream distro-kernel check-upstream
 
 all: kernel guest tools
 
@@ -51,6 +58,16 @@ qemu: $(DEPS_STAMP)
 	scripts/qemu-source
 	flock $(BUILD)/.cpu.lock scripts/build-qemu
 
+# sid's source and Debian's built kernel come through a private apt list
+# under build/sid; nothing is installed on the host.
+kernel-upstream: $(DEPS_STAMP)
+	scripts/upstream-source source
+	scripts/kernel-tree --upstream
+	scripts/build-kernel upstream
+
+distro-kernel: $(DEPS_STAMP)
+	scripts/upstream-source distro
+
 guest: $(INITRAMFS)
 
 $(INITRAMFS): guest-image/init guest-image/build-initramfs $(DEPS_STAMP)
@@ -59,14 +76,18 @@ $(INITRAMFS): guest-image/init guest-image/build-initramfs $(DEPS_STAMP)
 tools: kernel
 	$(MAKE) -s -C tools
 
-check: kernel guest tools qemu
+check: kernel guest tools qemu distro-kernel
 	tests/check
+
+check-upstream: kernel-upstream distro-kernel guest tools qemu
+	tests/check --guest-only --flavors upstream,distro
 
 check-debug: kernel kernel-debug guest tools qemu
 	tests/check --guest-only --kernel $(BUILD)/obj/debug/arch/x86/boot/bzImage
 
 check-long: kernel kernel-vanilla guest tools
 	tests/check --long
+	$(MAKE) check-upstream
 
 # No kernel: a freestanding program tests the CPU that build/qemu emulates.
 check-emulator: qemu

@@ -41,6 +41,44 @@ stage_done() {
 		"$(echo "$now - $_stage_start" | bc)"
 }
 
+# apt_private DIR LINE...: an apt that reads only the sources LINEs, with
+# its lists and cache under DIR, so that the host's apt configuration stays
+# as it is. Sets APT_OPTS for apt-get and apt-cache; runs 'apt-get update'
+# when the lines changed or the lists are more than a day old. Returns 1
+# (the log's last lines on stderr) when the update fails.
+apt_private() {
+	local dir=$1 stamp
+	shift
+	APT_OPTS=(
+		-o "Dir::Etc::SourceList=$dir/sources.list"
+		-o Dir::Etc::SourceParts=/dev/null
+		-o "Dir::State::Lists=$dir/lists"
+		-o "Dir::Cache=$dir/cache"
+		-o Acquire::Retries=2
+		-o Acquire::http::Timeout=30
+	)
+	mkdir -p "$dir/lists/partial" "$dir/cache/archives/partial"
+	printf '%s\n' "$@" >"$dir/sources.list.want"
+	stamp=$dir/lists/.updated
+	if cmp -s "$dir/sources.list.want" "$dir/sources.list" && [ -f "$stamp" ] &&
+		[ -n "$(find "$stamp" -mmin -1440)" ]; then
+		rm -f "$dir/sources.list.want"
+		return 0
+	fi
+	mv "$dir/sources.list.want" "$dir/sources.list"
+	rm -f "$stamp"
+	stage "apt-get update (private list ${dir#"$TOP"/}/sources.list)"
+	# apt-get update exits 0 when an index could not be fetched: its
+	# warnings count as failures here.
+	if ! apt-get "${APT_OPTS[@]}" -q update >"$dir/update.log" 2>&1 ||
+		grep -qE '^(W: Failed to fetch|E: |Err:)' "$dir/update.log"; then
+		tail -n 8 "$dir/update.log" | sed 's/^/    | /' >&2
+		return 1
+	fi
+	: >"$stamp"
+	stage_done
+}
+
 # Tag names cannot hold '~' or ':'.
 debian_tag() {
 	printf 'debian/%s' "$1" | tr '~:' '_.'
@@ -147,6 +185,39 @@ $missing"
 profile_append() {
 	awk -v p="$1" '$1 == p { found = 1; $1 = ""; sub(/^ /, ""); print } END { exit !found }' \
 		"$TOP/tests/profiles"
+}
+
+# The kernels of the upstream flavors (scripts/build-kernel upstream,
+# scripts/upstream-source distro) and the distribution kernel's initramfs.
+UPSTREAM_KERNEL=$BUILD/obj/upstream/arch/x86/boot/bzImage
+DISTRO_KERNEL=$BUILD/distro/vmlinuz
+DISTRO_INITRD=$BUILD/guest/initramfs-distro.cpio.gz
+
+# profile_flavor NAME: the kernel a boot profile boots: upstream (sid's
+# source, built here without the series), distro (Debian's built sid
+# kernel) or patched (the series on 6.12; --kernel may name another build).
+profile_flavor() {
+	case $1 in
+	upstream | upstream-*) echo upstream ;;
+	distro | distro-*) echo distro ;;
+	*) echo patched ;;
+	esac
+}
+
+# profile_guest_args NAME: the guest-run options of boot profile NAME
+# besides its command line, in the array GUEST_ARGS. Profiles named hw,
+# hw-* or *-hw boot on the emulated INVLPGB CPU of make qemu; the upstream
+# and distro ones on its strict mode (HW_CPU), the others on its default.
+profile_guest_args() {
+	GUEST_ARGS=()
+	case $(profile_flavor "$1") in
+	upstream) GUEST_ARGS+=(--kernel "$UPSTREAM_KERNEL") ;;
+	distro) GUEST_ARGS+=(--kernel "$DISTRO_KERNEL" --initrd "$DISTRO_INITRD") ;;
+	esac
+	case $1 in
+	hw | hw-*) GUEST_ARGS+=(--qemu "$HW_QEMU") ;;
+	*-hw) GUEST_ARGS+=(--qemu "$HW_QEMU" --cpu "$HW_CPU") ;;
+	esac
 }
 
 # test_profile FILE: the boot profile that a test file names first in its
