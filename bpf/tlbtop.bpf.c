@@ -3,7 +3,7 @@
  * tlbtop: kernel side. Counts the events of broadcast TLB invalidation
  * (global ASIDs, INVLPGB, TLBSYNC, broadcast flushes) and of the IPI
  * shootdowns they replace, per process and system-wide, in maps that
- * userspace (tools/tlbtop/tlbtop.c) reads once an interval. Nothing is
+ * userspace (tools/tlbtop/) reads once an interval. Nothing is
  * sent per event.
  *
  * Every program is tp_btf: its arguments are the tracepoint's TP_PROTO.

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * tlbtop: the structures that bpf/tlbtop.bpf.c (kernel side) and
- * tools/tlbtop/tlbtop.c (userspace) share. Every counter only grows,
+ * tools/tlbtop/ (userspace) share. Every counter only grows,
  * except where a comment says otherwise; userspace takes differences.
  */
 #ifndef TLBTOP_H
