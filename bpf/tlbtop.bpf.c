@@ -6,7 +6,19 @@
  * userspace (tools/tlbtop/) reads once an interval. Nothing is
  * sent per event.
  *
- * Every program is tp_btf: its arguments are the tracepoint's TP_PROTO.
+ * Two sources of events, chosen by userspace (tools/tlbtop/source.c) with
+ * bpf_program__set_autoload() before the load:
+ *  - "tracepoint": the series' tlb: tracepoints, as tp_btf programs whose
+ *    arguments are the tracepoint's TP_PROTO;
+ *  - "fentry": for kernels without them (upstream 6.15 and later, or no
+ *    INVLPGB at all), fentry/fexit on the functions upstream has out of
+ *    line: flush_tlb_mm_range() (broadcast flushes; a global ASID that
+ *    appears across the call is an assign, an asid_transition that ends
+ *    across it a transition done), mm_free_global_asid(),
+ *    arch_tlbbatch_flush(), and native_flush_tlb_multi() for the estimate.
+ *    INVLPGB and TLBSYNC are inline there: they are not counted.
+ * Both share upstream's own tracepoints (tlb:tlb_flush, csd_queue_cpu or
+ * ipi_send_*, vmscan) and every map.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -20,6 +32,11 @@ char LICENSE[] SEC("license") = "GPL";
 const volatile __u32 targ_tgid = 0;		/* -p: only this process's rows */
 const volatile __u64 flush_tlb_func_addr = 0;	/* from /proc/kallsyms */
 const volatile __u32 nr_cpu_words = 1;		/* 64-bit words of a cpumask */
+/* fentry source: from /proc/kallsyms, 0 when the kernel has none. */
+const volatile __u64 boot_cpu_data_addr = 0;
+const volatile __u64 asid_available_addr = 0;	/* global_asid_available */
+/* Set by userspace, fentry source without INVLPGB in use: count the IPIs avoidable. */
+bool estimate = false;
 
 /*
  * Written by userspace while running (the skeleton's mmapped .bss):
@@ -35,6 +52,8 @@ __u32 armed = 0;
 /* 'available' of the latest global_asid_{assign,free,reset} event. */
 __u32 last_available = 0;
 __u64 last_available_ns = 0;
+/* Set by read_kernel_state(): the kernel uses INVLPGB (-1: unknown). */
+int invlpgb_enabled = -1;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -99,6 +118,12 @@ struct {
 struct flush_state {
 	__u32 pid;
 	__u32 state;
+	/*
+	 * fentry source, estimate: set across native_flush_tlb_multi() when
+	 * its mm is one upstream's rule gives a global ASID; the sends in
+	 * between are IPIs avoidable.
+	 */
+	__u32 eligible;
 };
 
 struct {
@@ -193,11 +218,15 @@ static __always_inline void count_shootdown_send(__u64 ncpus)
 		st->pid = pid;
 	}
 	g->ipis_sent += ncpus;
+	if (st->eligible)
+		g->ipis_avoidable += ncpus;
 	p = proc();
 	if (p) {
 		if (first)
 			p->ipi_shootdowns++;
 		p->ipis_sent += ncpus;
+		if (st->eligible)
+			p->ipis_avoidable += ncpus;
 	}
 }
 
@@ -515,5 +544,342 @@ int BPF_PROG(mm_vmscan_lru_shrink_inactive, int nid, unsigned long nr_scanned,
 		return 0;
 	g->reclaim_scanned += nr_scanned;
 	g->reclaim_pages += nr_reclaimed;
+	return 0;
+}
+
+/*
+ * The fentry source.
+ *
+ * mm_cpumask(): the bitmap after the mm_struct, at flexible_array since
+ * 6.8 and at cpu_bitmap before it.
+ */
+struct mm_struct___fa {
+	char flexible_array[0];
+} __attribute__((preserve_access_index));
+
+struct arch_tlbflush_unmap_batch___up {
+	bool unmapped_pages;
+} __attribute__((preserve_access_index));
+
+extern struct tlb_state cpu_tlbstate __ksym __weak;
+extern struct tlb_state_shared cpu_tlbstate_shared __ksym __weak;
+
+static __always_inline const void *mm_mask(struct mm_struct *mm)
+{
+	if (bpf_core_field_exists(struct mm_struct___fa, flexible_array))
+		return (void *)mm + bpf_core_field_offset(struct mm_struct___fa,
+							  flexible_array);
+	return (void *)mm + bpf_core_field_offset(struct mm_struct, cpu_bitmap);
+}
+
+/* The CPUs of a cpumask, less the current one. */
+static __always_inline __u32 mask_others(const void *mask)
+{
+	__u32 cpu = bpf_get_smp_processor_id();
+	__u64 n = 0;
+
+	for (int i = 0; i < TLBTOP_MAX_MASK_WORDS; i++) {
+		__u64 w = 0;
+
+		if (i >= nr_cpu_words)
+			break;
+		bpf_probe_read_kernel(&w, sizeof(w), mask + i * 8);
+		if (cpu / 64 == i)
+			w &= ~(1ULL << (cpu % 64));
+		n += popcount64(w);
+	}
+	return n;
+}
+
+static __always_inline __u32 mm_asid(struct mm_struct *mm)
+{
+	if (!bpf_core_field_exists(mm->context.global_asid))
+		return 0;
+	return BPF_CORE_READ(mm, context.global_asid);
+}
+
+static __always_inline __u32 mm_transition(struct mm_struct *mm)
+{
+	if (!bpf_core_field_exists(mm->context.asid_transition))
+		return 0;
+	return BPF_CORE_READ(mm, context.asid_transition);
+}
+
+static __always_inline void read_available(void)
+{
+	int v = 0;
+
+	if (!asid_available_addr ||
+	    bpf_probe_read_kernel(&v, sizeof(v), (void *)asid_available_addr))
+		return;
+	note_available(v);
+}
+
+/* What a call of flush_tlb_mm_range() or mm_free_global_asid() began with. */
+struct call_state {
+	__u64 mm;
+	__u32 asid;
+	__u32 transition;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);		/* thread id */
+	__type(value, struct call_state);
+} calls SEC(".maps");
+
+SEC("fentry/flush_tlb_mm_range")
+int BPF_PROG(fentry_flush_tlb_mm_range, struct mm_struct *mm,
+	     unsigned long start, unsigned long end, unsigned int stride_shift,
+	     bool freed_tables)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct call_state cs = {};
+	struct tlbtop_global *g;
+	__u64 key = (__u64)mm;
+	struct tlbtop_proc *p;
+	struct tlbtop_mm *m;
+	__u32 cpus;
+
+	if (!armed)
+		return 0;
+	cs.mm = key;
+	cs.asid = mm_asid(mm);
+	cs.transition = mm_transition(mm);
+	/* Nothing can change across the call: no state to keep. */
+	if (cs.asid && !cs.transition) {
+		bpf_map_delete_elem(&calls, &tid);
+	} else {
+		bpf_map_update_elem(&calls, &tid, &cs, BPF_ANY);
+	}
+	if (!cs.asid)
+		return 0;
+
+	/* A global ASID at entry: the call is a broadcast flush. */
+	g = global();
+	if (!g)
+		return 0;
+	cpus = mask_others(mm_mask(mm));
+	g->bcast_flushes++;
+	g->ipis_avoided += cpus;
+	m = bpf_map_lookup_elem(&mms, &key);
+	if (!m || m->asid != cs.asid)
+		note_mm(mm, cs.asid, 0, 0);
+	p = proc();
+	if (p) {
+		p->bcast_flushes++;
+		p->ipis_avoided += cpus;
+	}
+	return 0;
+}
+
+SEC("fexit/flush_tlb_mm_range")
+int BPF_PROG(fexit_flush_tlb_mm_range, struct mm_struct *mm,
+	     unsigned long start, unsigned long end, unsigned int stride_shift,
+	     bool freed_tables)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct tlbtop_global *g = global();
+	__u64 key = (__u64)mm, now;
+	struct call_state *cs;
+	struct tlbtop_proc *p;
+	struct tlbtop_mm *m;
+	__u32 asid;
+
+	cs = bpf_map_lookup_elem(&calls, &tid);
+	if (!cs || !g)
+		return 0;
+	if (cs->mm != key) {
+		bpf_map_delete_elem(&calls, &tid);
+		return 0;
+	}
+	asid = mm_asid(mm);
+	if (!cs->asid && asid) {
+		/*
+		 * consider_global_asid() gave the mm one. Another thread may
+		 * have noted the mm already, in a broadcast flush: the assign
+		 * is counted once, by whoever sets assigned_ns.
+		 */
+		now = bpf_ktime_get_ns();
+		m = bpf_map_lookup_elem(&mms, &key);
+		if (!m || m->asid != asid) {
+			note_mm(mm, asid, mask_others(mm_mask(mm)) + 1, now);
+			m = NULL;
+		} else if (__sync_val_compare_and_swap(&m->assigned_ns, 0, now)) {
+			goto transition;	/* counted by another thread */
+		} else {
+			m->cpus = mask_others(mm_mask(mm)) + 1;
+		}
+		g->asid_assigns++;
+		read_available();
+		p = proc();
+		if (p)
+			p->asid_assigns++;
+	}
+transition:
+	if (cs->transition && !mm_transition(mm)) {
+		m = bpf_map_lookup_elem(&mms, &key);
+		if (m && !__sync_val_compare_and_swap(&m->transitioned, 0, 1))
+			g->asid_transitions++;
+	}
+	bpf_map_delete_elem(&calls, &tid);
+	return 0;
+}
+
+SEC("fentry/mm_free_global_asid")
+int BPF_PROG(fentry_mm_free_global_asid, struct mm_struct *mm)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct call_state cs = {};
+
+	cs.mm = (__u64)mm;
+	cs.asid = mm_asid(mm);
+	if (armed && cs.asid)
+		bpf_map_update_elem(&calls, &tid, &cs, BPF_ANY);
+	return 0;
+}
+
+SEC("fexit/mm_free_global_asid")
+int BPF_PROG(fexit_mm_free_global_asid, struct mm_struct *mm)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct tlbtop_global *g = global();
+	__u64 key = (__u64)mm;
+	struct call_state *cs;
+
+	cs = bpf_map_lookup_elem(&calls, &tid);
+	if (!cs)
+		return 0;
+	if (g && cs->mm == key && cs->asid && !mm_asid(mm)) {
+		g->asid_frees++;
+		read_available();
+		bpf_map_delete_elem(&mms, &key);
+	}
+	bpf_map_delete_elem(&calls, &tid);
+	return 0;
+}
+
+SEC("fentry/arch_tlbbatch_flush")
+int BPF_PROG(fentry_arch_tlbbatch_flush, struct arch_tlbflush_unmap_batch *batch)
+{
+	struct arch_tlbflush_unmap_batch___up *b = (void *)batch;
+	struct tlbtop_global *g = global();
+
+	if (!armed || !g)
+		return 0;
+	g->batch_flushes++;
+	if (invlpgb_enabled > 0 &&
+	    bpf_core_field_exists(b->unmapped_pages) &&
+	    BPF_CORE_READ(b, unmapped_pages))
+		g->batch_pending++;
+	g->batch_ipis += mask_others(&batch->cpumask);
+	return 0;
+}
+
+/*
+ * The estimate, on a kernel that does not use INVLPGB: would upstream's
+ * rule give this mm a global ASID? consider_global_asid() gives one to an
+ * mm active (loaded and not lazy) on more than 3 CPUs when it sends a
+ * flush by IPI, and the mm keeps it. Every later IPI flush of such an mm
+ * would be a broadcast: its IPIs are avoidable. The rule's sampling (one
+ * flush in 32 looks) is left out: the estimate is the count from the
+ * first flush that meets the rule.
+ */
+#define ELIGIBLE_ACTIVE_CPUS	3	/* more than this many */
+#define ESTIMATE_MAX_CPUS	(TLBTOP_MAX_MASK_WORDS * 64)
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, TLBTOP_MAX_MMS);
+	__type(key, __u64);		/* mm */
+	__type(value, __u8);
+} eligible_mms SEC(".maps");
+
+struct active_ctx {
+	struct mm_struct *mm;
+	const void *mask;
+	__u32 active;
+};
+
+static long count_active(__u64 cpu, struct active_ctx *c)
+{
+	struct tlb_state_shared *sh;
+	struct tlb_state *ts;
+	__u64 w = 0;
+
+	if (cpu >= nr_cpu_words * 64)
+		return 1;
+	bpf_probe_read_kernel(&w, sizeof(w), c->mask + (cpu / 64) * 8);
+	if (!(w & (1ULL << (cpu % 64))))
+		return 0;
+	ts = bpf_per_cpu_ptr(&cpu_tlbstate, cpu);
+	sh = bpf_per_cpu_ptr(&cpu_tlbstate_shared, cpu);
+	if (!ts || !sh)
+		return 0;
+	if (ts->loaded_mm == c->mm && !sh->is_lazy)
+		c->active++;
+	return c->active > ELIGIBLE_ACTIVE_CPUS;
+}
+
+SEC("fentry/native_flush_tlb_multi")
+int BPF_PROG(fentry_native_flush_tlb_multi, const struct cpumask *cpumask,
+	     const struct flush_tlb_info *info)
+{
+	struct flush_state *st = flush_state();
+	struct active_ctx c = {};
+	__u64 key;
+	__u8 one = 1;
+
+	if (!armed || !estimate || !st)
+		return 0;
+	c.mm = BPF_CORE_READ(info, mm);
+	if (!c.mm)
+		return 0;	/* reclaim's batch: no mm, no global ASID */
+	key = (__u64)c.mm;
+	if (!bpf_map_lookup_elem(&eligible_mms, &key)) {
+		c.mask = mm_mask(c.mm);
+		bpf_loop(ESTIMATE_MAX_CPUS, count_active, &c, 0);
+		if (c.active <= ELIGIBLE_ACTIVE_CPUS)
+			return 0;
+		bpf_map_update_elem(&eligible_mms, &key, &one, BPF_ANY);
+	}
+	st->eligible = 1;
+	return 0;
+}
+
+SEC("fexit/native_flush_tlb_multi")
+int BPF_PROG(fexit_native_flush_tlb_multi, const struct cpumask *cpumask,
+	     const struct flush_tlb_info *info)
+{
+	struct flush_state *st = flush_state();
+
+	if (st)
+		st->eligible = 0;
+	return 0;
+}
+
+/*
+ * Run once by userspace at start (BPF_PROG_RUN), then once an interval:
+ * whether the kernel uses INVLPGB (X86_FEATURE_INVLPGB, word 13 bit 3 of
+ * boot_cpu_data's capabilities, which tlbi=ipi, PTI or a CPU without it
+ * leave clear) and how many global ASIDs are available.
+ */
+#define TLBTOP_INVLPGB_WORD	13
+#define TLBTOP_INVLPGB_BIT	3
+
+SEC("syscall")
+int read_kernel_state(void *ctx)
+{
+	__u32 w = 0;
+	__u64 off;
+
+	if (boot_cpu_data_addr) {
+		off = bpf_core_field_offset(struct cpuinfo_x86, x86_capability);
+		if (!bpf_probe_read_kernel(&w, sizeof(w), (void *)(boot_cpu_data_addr +
+					   off + TLBTOP_INVLPGB_WORD * 4)))
+			invlpgb_enabled = (w >> TLBTOP_INVLPGB_BIT) & 1;
+	}
+	read_available();
 	return 0;
 }

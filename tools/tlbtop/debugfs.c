@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "debugfs.h"
+#include "state.h"
 
 #define BTLB_DIR	"/sys/kernel/debug/x86/broadcast_tlb"
 
@@ -62,6 +63,10 @@ void read_debugfs(struct debugfs *d)
 
 const char *mode_desc(const struct debugfs *d)
 {
+	if (!d->have_mode && st.invlpgb == 1)
+		return "hardware INVLPGB (kernel's own)";
+	if (!d->have_mode && st.invlpgb == 0)
+		return "IPIs only (no INVLPGB in use)";
 	if (!d->have_mode)
 		return "unknown (no " BTLB_DIR ")";
 	if (!strcmp(d->mode, "hardware"))

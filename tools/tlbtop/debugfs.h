@@ -31,7 +31,7 @@ bool kv_get(const struct kv *kv, const char *key, unsigned long long *v);
 /* Keys that are levels, not counters: no difference is taken of them. */
 bool kv_is_level(const char *key);
 void read_debugfs(struct debugfs *d);
-/* The mode in words, for the header. */
+/* The mode in words, for the header: debugfs's, else what the fentry source read. */
 const char *mode_desc(const struct debugfs *d);
 
 #endif /* TLBTOP_DEBUGFS_H */

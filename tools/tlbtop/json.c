@@ -22,6 +22,12 @@ static void json_opt_u64(struct json *j, const char *key, bool have, unsigned lo
 		json_null(j, key);
 }
 
+/* A count of the source's CAP_* cap, or null when it cannot give it. */
+static void C(struct json *j, const char *key, unsigned int cap, unsigned long long v)
+{
+	json_opt_u64(j, key, cap && (st.caps & cap), v);
+}
+
 static void json_kv(struct json *j, const char *key, bool have, const struct kv *kv)
 {
 	if (!have) {
@@ -51,50 +57,13 @@ static void json_kv_delta(struct json *j, const char *key, bool have,
 	json_obj_end(j);
 }
 
-static void json_period(struct json *j, const struct period *p,
-			const struct debugfs *d, struct row *rows, size_t nrows)
+/* The INVLPGB counts, or null when the source cannot count them. */
+static void json_invlpgb(struct json *j, const struct tlbtop_global *g)
 {
-	const struct tlbtop_global *g = &p->g;
-	unsigned long long cap = 0, in_use = 0, avail = 0;
-	bool have_cap = d->have_pool && kv_get(&d->pool, "capacity", &cap);
-	bool have_use = d->have_pool && kv_get(&d->pool, "in_use", &in_use);
-	bool have_av = d->have_pool && kv_get(&d->pool, "available", &avail);
-
-	if (d->have_mode)
-		json_str(j, "mode", d->mode);
-	else
-		json_null(j, "mode");
-	json_str(j, "mode_desc", mode_desc(d));
-
-	json_obj_begin(j, "asid_pool");
-	json_opt_u64(j, "capacity", have_cap, cap);
-	json_opt_u64(j, "in_use", have_use, in_use);
-	json_opt_u64(j, "available", have_av, avail);
-	if (have_cap && have_use && cap)
-		json_double(j, "pressure_pct", 100.0 * (double)in_use / (double)cap);
-	else
-		json_null(j, "pressure_pct");
-	json_u64(j, "assigns", g->asid_assigns);
-	json_u64(j, "frees", g->asid_frees);
-	json_u64(j, "resets", g->asid_resets);
-	if (st.skel->bss->last_available_ns)
-		json_u64(j, "available_last_event", st.skel->bss->last_available);
-	else
-		json_null(j, "available_last_event");
-	json_obj_end(j);
-	json_u64(j, "asid_transitions", g->asid_transitions);
-
-	json_obj_begin(j, "flushes");
-	json_u64(j, "ipi_shootdown", g->ipi_shootdowns);
-	json_u64(j, "broadcast", g->bcast_flushes);
-	json_u64(j, "local_only", g->local_only);
-	json_u64(j, "local", g->local_flushes);
-	json_u64(j, "remote_send", g->multi_flushes);
-	json_u64(j, "remote_received", g->remote_flushes);
-	json_obj_end(j);
-	json_u64(j, "ipis_sent", g->ipis_sent);
-	json_u64(j, "ipis_avoided", g->ipis_avoided);
-
+	if (!(st.caps & CAP_INVLPGB)) {
+		json_null(j, "invlpgb");
+		return;
+	}
 	json_obj_begin(j, "invlpgb");
 	json_u64(j, "issued", g->invlpgb);
 	json_u64(j, "pages", g->invlpgb_pages);
@@ -102,7 +71,17 @@ static void json_period(struct json *j, const struct period *p,
 	json_u64(j, "full", g->invlpgb_full);
 	json_u64(j, "in_broadcast_flushes", g->bcast_invlpgbs);
 	json_obj_end(j);
+}
 
+/* The TLBSYNC waits, or null when the source cannot count them. */
+static void json_tlbsync(struct json *j, const struct period *p)
+{
+	const struct tlbtop_global *g = &p->g;
+
+	if (!(st.caps & CAP_TLBSYNC)) {
+		json_null(j, "tlbsync");
+		return;
+	}
 	json_obj_begin(j, "tlbsync");
 	json_u64(j, "waits", g->tlbsync_waits);
 	json_u64(j, "invlpgbs", g->tlbsync_invlpgbs);
@@ -118,14 +97,70 @@ static void json_period(struct json *j, const struct period *p,
 		json_null(j, "max_ns");
 	}
 	json_obj_end(j);
+}
+
+static void json_period(struct json *j, const struct period *p,
+			const struct debugfs *d, struct row *rows, size_t nrows)
+{
+	const struct tlbtop_global *g = &p->g;
+	unsigned long long cap = 0, in_use = 0, avail = 0;
+	bool have_cap = d->have_pool && kv_get(&d->pool, "capacity", &cap);
+	bool have_use = d->have_pool && kv_get(&d->pool, "in_use", &in_use);
+	bool have_av = d->have_pool && kv_get(&d->pool, "available", &avail);
+
+	if (d->have_mode)
+		json_str(j, "mode", d->mode);
+	else
+		json_null(j, "mode");
+	json_str(j, "mode_desc", mode_desc(d));
+	json_str(j, "source", st.source);
+	json_str(j, "kernel", st.kernel);
+	if (st.invlpgb >= 0)
+		json_bool(j, "invlpgb_in_use", st.invlpgb);
+	else
+		json_null(j, "invlpgb_in_use");
+	json_bool(j, "estimate", st.estimate);
+
+	json_obj_begin(j, "asid_pool");
+	json_opt_u64(j, "capacity", have_cap, cap);
+	json_opt_u64(j, "in_use", have_use, in_use);
+	json_opt_u64(j, "available", have_av, avail);
+	if (have_cap && have_use && cap)
+		json_double(j, "pressure_pct", 100.0 * (double)in_use / (double)cap);
+	else
+		json_null(j, "pressure_pct");
+	C(j, "assigns", CAP_ASID, g->asid_assigns);
+	C(j, "frees", CAP_ASID, g->asid_frees);
+	C(j, "resets", CAP_RESETS, g->asid_resets);
+	if ((st.caps & CAP_POOL) && st.skel->bss->last_available_ns)
+		json_u64(j, "available_last_event", st.skel->bss->last_available);
+	else
+		json_null(j, "available_last_event");
+	json_obj_end(j);
+	C(j, "asid_transitions", CAP_ASID, g->asid_transitions);
+
+	json_obj_begin(j, "flushes");
+	json_u64(j, "ipi_shootdown", g->ipi_shootdowns);
+	C(j, "broadcast", CAP_BCAST, g->bcast_flushes);
+	json_u64(j, "local_only", g->local_only);
+	json_u64(j, "local", g->local_flushes);
+	json_u64(j, "remote_send", g->multi_flushes);
+	json_u64(j, "remote_received", g->remote_flushes);
+	json_obj_end(j);
+	json_u64(j, "ipis_sent", g->ipis_sent);
+	C(j, "ipis_avoided", CAP_BCAST, g->ipis_avoided);
+	C(j, "ipis_avoidable_estimate", CAP_ESTIMATE, g->ipis_avoidable);
+
+	json_invlpgb(j, g);
+	json_tlbsync(j, p);
 
 	json_obj_begin(j, "reclaim");
-	json_u64(j, "batch_flushes", g->batch_flushes);
-	json_u64(j, "batch_pending", g->batch_pending);
-	json_u64(j, "batch_ipis", g->batch_ipis);
+	C(j, "batch_flushes", CAP_BATCH, g->batch_flushes);
+	C(j, "batch_pending", CAP_PENDING, g->batch_pending);
+	C(j, "batch_ipis", CAP_BATCH, g->batch_ipis);
 	json_u64(j, "pages_scanned", g->reclaim_scanned);
 	json_u64(j, "pages_reclaimed", g->reclaim_pages);
-	if (g->reclaim_pages)
+	if (g->reclaim_pages && (st.caps & CAP_BATCH))
 		json_double(j, "flushes_per_1000",
 			    1000.0 * (double)g->batch_flushes / (double)g->reclaim_pages);
 	else
@@ -153,14 +188,15 @@ static void json_period(struct json *j, const struct period *p,
 			json_null(j, "asid");
 		json_u64(j, "flushes", row_flushes(r));
 		json_u64(j, "ipi_shootdowns", r->shootdowns);
-		json_u64(j, "bcast", r->bcast);
+		C(j, "bcast", CAP_BCAST, r->bcast);
 		json_u64(j, "local_only", r->local_only);
 		json_u64(j, "ipis", r->ipis);
-		json_u64(j, "ipis_avoided", r->avoided);
-		json_u64(j, "invlpgb", r->invlpgb);
-		json_u64(j, "invlpgb_pages", r->invlpgb_pages);
-		json_u64(j, "asid_assigns", r->assigns);
-		json_u64(j, "tlbsync_waits", r->tlbsync_waits);
+		C(j, "ipis_avoided", st.estimate ? 0 : CAP_BCAST, r->avoided);
+		C(j, "ipis_avoidable_estimate", CAP_ESTIMATE, r->avoided);
+		C(j, "invlpgb", CAP_INVLPGB, r->invlpgb);
+		C(j, "invlpgb_pages", CAP_INVLPGB, r->invlpgb_pages);
+		C(j, "asid_assigns", CAP_ASID, r->assigns);
+		C(j, "tlbsync_waits", CAP_TLBSYNC, r->tlbsync_waits);
 		if (r->tlbsync_waits)
 			json_double(j, "tlbsync_mean_ns", row_tlbsync_mean(r));
 		else
@@ -200,6 +236,29 @@ void json_interval(time_t now)
 	json_end(&j);
 }
 
+/* The run's TLBSYNC histogram from its first to its last non-empty bucket. */
+static void json_hist(struct json *j)
+{
+	int last = -1;
+
+	if (!(st.caps & CAP_TLBSYNC)) {
+		json_null(j, "tlbsync_hist");
+		return;
+	}
+	for (int i = 0; i < TLBTOP_HIST_SLOTS; i++)
+		if (st.run.h.slots[i])
+			last = i;
+	json_arr_begin(j, "tlbsync_hist");
+	for (int i = 0; i <= last; i++) {
+		json_obj_begin(j, NULL);
+		json_u64(j, "lo_ns", bucket_lo(i));
+		json_u64(j, "hi_ns", bucket_hi(i));
+		json_u64(j, "count", st.run.h.slots[i]);
+		json_obj_end(j);
+	}
+	json_arr_end(j);
+}
+
 void json_summary(struct row *rows, size_t n)
 {
 	struct json j;
@@ -226,22 +285,7 @@ void json_summary(struct row *rows, size_t n)
 	json_kv_delta(&j, "soft", st.dbg.have_soft, &st.dbg.soft,
 		      st.dbg_start.have_soft, &st.dbg_start.soft);
 	json_obj_end(&j);
-	json_arr_begin(&j, "tlbsync_hist");
-	{
-		int last = -1;
-
-		for (int i = 0; i < TLBTOP_HIST_SLOTS; i++)
-			if (st.run.h.slots[i])
-				last = i;
-		for (int i = 0; i <= last; i++) {
-			json_obj_begin(&j, NULL);
-			json_u64(&j, "lo_ns", bucket_lo(i));
-			json_u64(&j, "hi_ns", bucket_hi(i));
-			json_u64(&j, "count", st.run.h.slots[i]);
-			json_obj_end(&j);
-		}
-	}
-	json_arr_end(&j);
+	json_hist(&j);
 	json_obj_end(&j);
 	json_end(&j);
 }

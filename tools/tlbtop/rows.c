@@ -317,7 +317,7 @@ static void drain_procs(int fd, __u64 since_ns)
 			r->shootdowns += v->ipi_shootdowns;
 			r->ipis += v->ipis_sent;
 			r->bcast += v->bcast_flushes;
-			r->avoided += v->ipis_avoided;
+			r->avoided += st.estimate ? v->ipis_avoidable : v->ipis_avoided;
 			r->local_only += v->local_only;
 			r->invlpgb += v->invlpgb;
 			r->invlpgb_pages += v->invlpgb_pages;
@@ -397,6 +397,7 @@ void collect(void)
 	read_mms();
 	drain_procs(st.fd_procs[old], since);
 	read_debugfs(&st.dbg);
+	source_refresh();
 
 	st.iv.secs = (double)(now - st.prev_ns) / 1e9;
 	st.prev_ns = now;

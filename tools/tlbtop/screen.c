@@ -13,6 +13,7 @@
 
 #include "screen.h"
 #include "state.h"
+#include "tlbtop.skel.h"
 
 static void fmt_ns(double ns, char *buf, size_t len)
 {
@@ -36,37 +37,60 @@ static void out(const char *fmt, ...)
 	va_end(ap);
 }
 
+/* A count the source gives, or "-". */
+static const char *num(unsigned int cap, __u64 v, char *buf, size_t len)
+{
+	if (!(st.caps & cap))
+		return "-";
+	snprintf(buf, len, "%llu", (unsigned long long)v);
+	return buf;
+}
+
 static void print_header(const struct period *p, const struct debugfs *d,
 			 const char *title)
 {
 	const struct tlbtop_global *g = &p->g;
 	unsigned long long cap, in_use;
-	char mean[32], p99[32], max[32];
+	char mean[32], p99[32], max[32], b[6][24];
 	__u64 waits = g->tlbsync_waits;
 
-	out("%s  mode: %s  (%.2f s)\n", title, mode_desc(d), p->secs);
+	out("%s  mode: %s  source: %s, %s  (%.2f s)\n", title, mode_desc(d),
+	    st.source, st.kernel, p->secs);
 	if (d->have_pool && kv_get(&d->pool, "capacity", &cap) &&
 	    kv_get(&d->pool, "in_use", &in_use))
 		out("ASID pool: %llu in use of %llu (%.1f%%); ", in_use, cap,
 		    cap ? 100.0 * (double)in_use / (double)cap : 0.0);
+	else if ((st.caps & CAP_POOL) && st.skel->bss->last_available_ns)
+		out("ASID pool: %u available; ", st.skel->bss->last_available);
 	else
-		out("ASID pool: - (no debugfs); ");
-	out("%llu assigned, %llu freed, %llu resets; %llu transitions done\n",
-	    (unsigned long long)g->asid_assigns, (unsigned long long)g->asid_frees,
-	    (unsigned long long)g->asid_resets,
-	    (unsigned long long)g->asid_transitions);
-	out("Flushes:   %llu IPI shootdown, %llu broadcast, %llu local only\n",
+		out("ASID pool: -; ");
+	out("%s assigned, %s freed, %s resets; %s transitions done\n",
+	    num(CAP_ASID, g->asid_assigns, b[0], sizeof(b[0])),
+	    num(CAP_ASID, g->asid_frees, b[1], sizeof(b[1])),
+	    num(CAP_RESETS, g->asid_resets, b[2], sizeof(b[2])),
+	    num(CAP_ASID, g->asid_transitions, b[3], sizeof(b[3])));
+	out("Flushes:   %llu IPI shootdown, %s broadcast, %llu local only\n",
 	    (unsigned long long)g->ipi_shootdowns,
-	    (unsigned long long)g->bcast_flushes,
+	    num(CAP_BCAST, g->bcast_flushes, b[0], sizeof(b[0])),
 	    (unsigned long long)g->local_only);
-	out("IPIs:      %llu sent, %llu avoided\n",
-	    (unsigned long long)g->ipis_sent, (unsigned long long)g->ipis_avoided);
-	out("INVLPGB:   %llu issued, %llu pages", (unsigned long long)g->invlpgb,
-	    (unsigned long long)g->invlpgb_pages);
-	if (g->invlpgb_pmd_pages)
-		out(" + %llu 2M pages", (unsigned long long)g->invlpgb_pmd_pages);
-	out(", %llu full\n", (unsigned long long)g->invlpgb_full);
-	if (waits) {
+	out("IPIs:      %llu sent, %s avoided", (unsigned long long)g->ipis_sent,
+	    num(CAP_BCAST, g->ipis_avoided, b[0], sizeof(b[0])));
+	if (st.estimate)
+		out(", %llu avoidable (estimate: no INVLPGB in use)",
+		    (unsigned long long)g->ipis_avoidable);
+	out("\n");
+	if (st.caps & CAP_INVLPGB) {
+		out("INVLPGB:   %llu issued, %llu pages", (unsigned long long)g->invlpgb,
+		    (unsigned long long)g->invlpgb_pages);
+		if (g->invlpgb_pmd_pages)
+			out(" + %llu 2M pages", (unsigned long long)g->invlpgb_pmd_pages);
+		out(", %llu full\n", (unsigned long long)g->invlpgb_full);
+	} else {
+		out("INVLPGB:   - (not traced by source %s)\n", st.source);
+	}
+	if (!(st.caps & CAP_TLBSYNC)) {
+		out("TLBSYNC:   - (not traced by source %s)\n", st.source);
+	} else if (waits) {
 		fmt_ns((double)g->tlbsync_ns / (double)waits, mean, sizeof(mean));
 		/* at most the max: a bucket's upper end can be above it */
 		fmt_ns((double)period_percentile(p, 99), p99, sizeof(p99));
@@ -76,11 +100,11 @@ static void print_header(const struct period *p, const struct debugfs *d,
 	} else {
 		out("TLBSYNC:   0 waits\n");
 	}
-	out("Reclaim:   %llu batch flushes (%llu with INVLPGBs pending), %llu pages reclaimed, ",
-	    (unsigned long long)g->batch_flushes,
-	    (unsigned long long)g->batch_pending,
+	out("Reclaim:   %s batch flushes (%s with INVLPGBs pending), %llu pages reclaimed, ",
+	    num(CAP_BATCH, g->batch_flushes, b[0], sizeof(b[0])),
+	    num(CAP_PENDING, g->batch_pending, b[1], sizeof(b[1])),
 	    (unsigned long long)g->reclaim_pages);
-	if (g->reclaim_pages)
+	if (g->reclaim_pages && (st.caps & CAP_BATCH))
 		out("%.1f flushes/1000 pages\n",
 		    1000.0 * (double)g->batch_flushes / (double)g->reclaim_pages);
 	else
@@ -89,12 +113,12 @@ static void print_header(const struct period *p, const struct debugfs *d,
 
 static void print_rows(struct row *rows, size_t n)
 {
-	char mean[32];
+	char mean[32], b[3][24];
 
 	qsort(rows, n, sizeof(*rows), row_cmp);
 	out("\n%7s %-16s %4s %5s %9s %9s %9s %9s %9s %9s\n", "PID", "COMM",
-	    "CPUS", "ASID", "FLUSHES", "BCAST", "IPIS", "AVOIDED", "INVLPGB",
-	    "TLBSYNC");
+	    "CPUS", "ASID", "FLUSHES", "BCAST", "IPIS",
+	    st.estimate ? "AVOIDABL" : "AVOIDED", "INVLPGB", "TLBSYNC");
 	for (size_t i = 0; i < n && i < env.rows; i++) {
 		const struct row *r = &rows[i];
 		char asid[16];
@@ -107,13 +131,16 @@ static void print_rows(struct row *rows, size_t n)
 			fmt_ns(row_tlbsync_mean(r), mean, sizeof(mean));
 		else
 			strcpy(mean, "-");
-		out("%7u %-16s %4u %5s %9llu %9llu %9llu %9llu %9llu %9s\n",
+		out("%7u %-16s %4u %5s %9llu %9s %9llu %9s %9s %9s\n",
 		    r->pid, r->comm, r->cpus, asid,
 		    (unsigned long long)row_flushes(r),
-		    (unsigned long long)r->bcast, (unsigned long long)r->ipis,
-		    (unsigned long long)r->avoided,
-		    (unsigned long long)r->invlpgb, mean);
+		    num(CAP_BCAST, r->bcast, b[0], sizeof(b[0])),
+		    (unsigned long long)r->ipis,
+		    num(st.estimate ? CAP_ESTIMATE : CAP_BCAST, r->avoided, b[1], sizeof(b[1])),
+		    num(CAP_INVLPGB, r->invlpgb, b[2], sizeof(b[2])), mean);
 	}
+	if (st.estimate)
+		out("AVOIDABL is an estimate: the IPIs of flushes of a process active on more than 3 CPUs, which upstream's rule would broadcast\n");
 }
 
 static void print_hist(const struct tlbtop_hist *h)
@@ -181,5 +208,8 @@ void screen_summary(struct row *rows, size_t n)
 		    (unsigned long long)st.table.folded.avoided);
 	if (st.table.untracked)
 		out("(%llu more processes not tracked)\n", st.table.untracked);
-	print_hist(&st.run.h);
+	if (st.caps & CAP_TLBSYNC)
+		print_hist(&st.run.h);
+	else
+		out("\nTLBSYNC wait: - (not traced by source %s)\n", st.source);
 }

@@ -16,6 +16,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <bpf/bpf.h>
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
@@ -24,6 +25,7 @@
 #include "tlbtop.skel.h"
 
 #define VMLINUX_BTF	"/sys/kernel/btf/vmlinux"
+#define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
 
 /* Checks before loading */
 
@@ -62,84 +64,158 @@ static int btf_tracepoint_args(const struct btf *btf, const char *name)
 	return (int)btf_vlen(t) - 1;
 }
 
-/* flush_tlb_func's address from /proc/kallsyms (a static function). */
-static unsigned long long find_flush_tlb_func(void)
+/*
+ * Whether the running kernel has function 'name' for fentry: a BTF FUNC.
+ * Returns its argument count, or -1 when it is absent (or inlined).
+ */
+static int btf_func_args(const struct btf *btf, const char *name)
+{
+	const struct btf_type *t;
+	int id;
+
+	id = btf__find_by_name_kind(btf, name, BTF_KIND_FUNC);
+	if (id <= 0)
+		return -1;
+	t = btf__type_by_id(btf, id);
+	t = t ? btf__type_by_id(btf, t->type) : NULL;
+	if (!t || !btf_is_func_proto(t))
+		return -1;
+	return (int)btf_vlen(t);
+}
+
+/* Whether struct 'sname' of the kernel has a member 'member'. */
+static bool btf_has_member(const struct btf *btf, const char *sname,
+			   const char *member)
+{
+	const struct btf_type *t;
+	const struct btf_member *m;
+	int id;
+
+	id = btf__find_by_name_kind(btf, sname, BTF_KIND_STRUCT);
+	if (id <= 0)
+		return false;
+	t = btf__type_by_id(btf, id);
+	m = btf_members(t);
+	for (unsigned int i = 0; i < btf_vlen(t); i++, m++)
+		if (!strcmp(btf__name_by_offset(btf, m->name_off), member))
+			return true;
+	return false;
+}
+
+/*
+ * A symbol's address from /proc/kallsyms: name itself, or with
+ * 'suffixes' set also name.<suffix> (a static function the compiler
+ * renamed). 0 when the kernel has no such symbol; die() when it hides
+ * the addresses.
+ */
+static unsigned long long kallsyms_addr(const char *name, bool suffixes)
 {
 	FILE *f = fopen("/proc/kallsyms", "r");
-	char line[512], name[256], type;
+	char line[512], sym[256], type;
 	unsigned long long addr, found = 0;
+	size_t len = strlen(name);
 	bool seen = false;
 
 	if (!f)
 		die("cannot open /proc/kallsyms: %s", strerror(errno));
 	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "%llx %c %255s", &addr, &type, name) != 3)
+		if (sscanf(line, "%llx %c %255s", &addr, &type, sym) != 3)
 			continue;
-		if (strcmp(name, "flush_tlb_func") &&
-		    strncmp(name, "flush_tlb_func.", 15))
+		if (strcmp(sym, name) &&
+		    !(suffixes && !strncmp(sym, name, len) && sym[len] == '.'))
 			continue;
 		seen = true;
 		found = addr;
 		break;
 	}
 	fclose(f);
-	if (!seen)
-		die("the kernel has no symbol flush_tlb_func in /proc/kallsyms, which tlbtop needs to tell TLB shootdown IPIs from others");
-	if (!found)
-		die("/proc/kallsyms hides flush_tlb_func's address (kernel.kptr_restrict?): run tlbtop as root");
+	if (seen && !found)
+		die("/proc/kallsyms hides %s's address (kernel.kptr_restrict?): run tlbtop as root",
+		    name);
 	return found;
+}
+
+/* flush_tlb_func's address (a static function). */
+static unsigned long long find_flush_tlb_func(void)
+{
+	unsigned long long a = kallsyms_addr("flush_tlb_func", true);
+
+	if (!a)
+		die("the kernel has no symbol flush_tlb_func in /proc/kallsyms, which tlbtop needs to tell TLB shootdown IPIs from others");
+	return a;
+}
+
+/* The shootdown sends: csd_queue_cpu, or else both ipi_send_*. */
+#define SEND_EVENTS \
+	{ "csd", "csd_queue_cpu", 4, 0, false }, \
+	{ "ipi", "ipi_send_cpu", 3, 0, false }, \
+	{ "ipi", "ipi_send_cpumask", 3, 0, false }
+
+/* The events a source cannot do without that the kernel lacks. */
+static size_t missing(const struct tlbtop_source *src, bool report,
+		      const char *hint)
+{
+	const struct source_event *ev = src->events;
+	size_t n = 0, csd = 0;
+
+	while (csd < src->nevents && strcmp(ev[csd].name, "csd_queue_cpu"))
+		csd++;
+	for (size_t i = 0; i < src->nevents; i++) {
+		if (ev[i].present || ev[i].caps)
+			continue;
+		if (i > csd && i <= csd + 2 && ev[csd].present)
+			continue;	/* ipi_send_*: not needed with csd_queue_cpu */
+		if (i == csd && ev[csd + 1].present && ev[csd + 2].present)
+			continue;	/* csd_queue_cpu: ipi_send_* will do */
+		if (report && ev[i].sys)
+			fprintf(stderr, "%s: source %s: the kernel has no tracepoint %s:%s%s\n",
+				prog_name, src->name, ev[i].sys, ev[i].name, hint);
+		else if (report)
+			fprintf(stderr, "%s: source %s: the kernel has no function %s in its BTF (absent or inlined)%s\n",
+				prog_name, src->name, ev[i].name, hint);
+		n++;
+	}
+	return n;
 }
 
 /* The tracepoint source: the series' tracepoints, as tp_btf. */
 
 static struct source_event tp_events[] = {
-	{ "tlb", "global_asid_assign", 4, false },
-	{ "tlb", "global_asid_free", 3, false },
-	{ "tlb", "global_asid_reset", 2, false },
-	{ "tlb", "global_asid_transition_done", 2, false },
-	{ "tlb", "invlpgb_issue", 5, false },
-	{ "tlb", "tlbsync_wait", 2, false },
-	{ "tlb", "broadcast_flush", 8, false },
-	{ "tlb", "tlbbatch_flush", 2, false },
-	{ "tlb", "tlb_flush", 2, false },
-	{ "vmscan", "mm_vmscan_lru_shrink_inactive", 6, false },
-	/* the shootdown sends: csd_queue_cpu, or else both ipi_send_* */
-	{ "csd", "csd_queue_cpu", 4, false },
-	{ "ipi", "ipi_send_cpu", 3, false },
-	{ "ipi", "ipi_send_cpumask", 3, false },
+	{ "tlb", "global_asid_assign", 4, 0, false },
+	{ "tlb", "global_asid_free", 3, 0, false },
+	{ "tlb", "global_asid_reset", 2, 0, false },
+	{ "tlb", "global_asid_transition_done", 2, 0, false },
+	{ "tlb", "invlpgb_issue", 5, 0, false },
+	{ "tlb", "tlbsync_wait", 2, 0, false },
+	{ "tlb", "broadcast_flush", 8, 0, false },
+	{ "tlb", "tlbbatch_flush", 2, 0, false },
+	{ "tlb", "tlb_flush", 2, 0, false },
+	{ "vmscan", "mm_vmscan_lru_shrink_inactive", 6, 0, false },
+	SEND_EVENTS,
 };
-#define TP_NEVENTS	(sizeof(tp_events) / sizeof(tp_events[0]))
-#define TP_CSD		(TP_NEVENTS - 3)	/* index of csd_queue_cpu */
 
 static bool tp_available(const struct tlbtop_source *src, bool report)
 {
-	const struct source_event *ev = src->events;
-	size_t missing = 0;
-
-	for (size_t i = 0; i < src->nevents; i++) {
-		if (ev[i].present)
-			continue;
-		if (i > TP_CSD && ev[TP_CSD].present)
-			continue;	/* ipi_send_*: not needed with csd_queue_cpu */
-		if (i == TP_CSD && ev[TP_CSD + 1].present && ev[TP_CSD + 2].present)
-			continue;	/* csd_queue_cpu: ipi_send_* will do */
-		if (report)
-			fprintf(stderr, "%s: the kernel has no tracepoint %s:%s: boot the patched kernel (make kernel)\n",
-				prog_name, ev[i].sys, ev[i].name);
-		missing++;
-	}
-	return !missing;
+	return !missing(src, report, ": boot the patched kernel (make kernel), or use --source=fentry");
 }
 
-/* The shootdown sends: csd_queue_cpu where there is one, else ipi_send_*. */
-static void tp_setup(const struct tlbtop_source *src, struct tlbtop_bpf *skel)
+/*
+ * The fentry source: upstream's own functions. Needed: flush_tlb_mm_range
+ * and upstream's tracepoints; the rest add what they name.
+ */
+static struct source_event fentry_events[] = {
+	{ NULL, "flush_tlb_mm_range", 5, 0, false },
+	{ NULL, "mm_free_global_asid", 1, CAP_ASID | CAP_BCAST | CAP_POOL, false },
+	{ NULL, "arch_tlbbatch_flush", 1, CAP_BATCH | CAP_PENDING, false },
+	{ NULL, "native_flush_tlb_multi", 2, CAP_ESTIMATE, false },
+	{ "tlb", "tlb_flush", 2, 0, false },
+	{ "vmscan", "mm_vmscan_lru_shrink_inactive", 6, 0, false },
+	SEND_EVENTS,
+};
+
+static bool fentry_available(const struct tlbtop_source *src, bool report)
 {
-	if (src->events[TP_CSD].present) {
-		bpf_program__set_autoload(skel->progs.ipi_send_cpu, false);
-		bpf_program__set_autoload(skel->progs.ipi_send_cpumask, false);
-	} else {
-		bpf_program__set_autoload(skel->progs.csd_queue_cpu, false);
-	}
+	return !missing(src, report, "");
 }
 
 /* The sources, the preferred first. */
@@ -147,19 +223,44 @@ static const struct tlbtop_source sources[] = {
 	{
 		.name = "tracepoint",
 		.events = tp_events,
-		.nevents = TP_NEVENTS,
+		.nevents = ARRAY_SIZE(tp_events),
+		.caps = CAP_ASID | CAP_RESETS | CAP_BCAST | CAP_INVLPGB |
+			CAP_TLBSYNC | CAP_BATCH | CAP_PENDING | CAP_POOL,
 		.available = tp_available,
-		.setup = tp_setup,
+	},
+	{
+		.name = "fentry",
+		.events = fentry_events,
+		.nevents = ARRAY_SIZE(fentry_events),
+		.caps = CAP_ASID | CAP_BCAST | CAP_BATCH | CAP_PENDING |
+			CAP_POOL | CAP_ESTIMATE,
+		.available = fentry_available,
 	},
 };
-#define NSOURCES	(sizeof(sources) / sizeof(sources[0]))
+#define NSOURCES	ARRAY_SIZE(sources)
+
+const char *source_names(void)
+{
+	return "tracepoint, fentry";
+}
 
 /* Choosing a source */
 
-const struct tlbtop_source *source_pick(void)
+static bool fentry_has_unmapped_pages;
+static bool fentry_has_tlbstate;
+
+const struct tlbtop_source *source_pick(const char *want)
 {
+	const struct tlbtop_source *src = NULL;
 	struct btf *btf;
 
+	if (want) {
+		for (size_t s = 0; s < NSOURCES; s++)
+			if (!strcmp(sources[s].name, want))
+				src = &sources[s];
+		if (!src)
+			die("--source: unknown source '%s' (%s)", want, source_names());
+	}
 	if (!has_cap(CAP_SYS_ADMIN) && !(has_cap(CAP_BPF) && has_cap(CAP_PERFMON)))
 		die("needs root to load BPF programs and read debugfs (CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN): run it as root");
 	if (access(VMLINUX_BTF, R_OK))
@@ -178,30 +279,99 @@ const struct tlbtop_source *source_pick(void)
 		struct source_event *ev = sources[s].events;
 
 		for (size_t i = 0; i < sources[s].nevents; i++) {
-			int n = btf_tracepoint_args(btf, ev[i].name);
+			int n = ev[i].sys ? btf_tracepoint_args(btf, ev[i].name) :
+					    btf_func_args(btf, ev[i].name);
 
 			ev[i].present = n >= 0;
 			if (n >= 0 && (unsigned)n != ev[i].nargs) {
 				btf__free(btf);
-				die("the kernel's tracepoint %s:%s has %d arguments, tlbtop expects %u: tlbtop does not match this kernel",
-				    ev[i].sys, ev[i].name, n, ev[i].nargs);
+				die("the kernel's %s %s has %d arguments, tlbtop expects %u: tlbtop does not match this kernel",
+				    ev[i].sys ? "tracepoint" : "function", ev[i].name, n, ev[i].nargs);
 			}
 		}
 	}
+	fentry_has_unmapped_pages = btf_has_member(btf, "arch_tlbflush_unmap_batch",
+						   "unmapped_pages");
+	fentry_has_tlbstate = btf__find_by_name_kind(btf, "cpu_tlbstate", BTF_KIND_VAR) > 0 &&
+			      btf__find_by_name_kind(btf, "cpu_tlbstate_shared", BTF_KIND_VAR) > 0;
 	btf__free(btf);
 
+	if (src) {
+		if (!src->available(src, true))
+			exit(EXIT_ERROR);
+		return src;
+	}
 	for (size_t s = 0; s < NSOURCES; s++)
 		if (sources[s].available(&sources[s], false))
 			return &sources[s];
-	/* None will do: say what the preferred one lacks. */
-	sources[0].available(&sources[0], true);
+	/* None will do: say what each lacks. */
+	for (size_t s = 0; s < NSOURCES; s++)
+		sources[s].available(&sources[s], true);
 	exit(EXIT_ERROR);
+}
+
+/*
+ * Whether program 'prog' belongs to source src: the program of a
+ * tracepoint it has, fentry_/fexit_ of a function it has, and the fentry
+ * source's reader of kernel state.
+ */
+static bool source_loads(const struct tlbtop_source *src, const char *prog)
+{
+	const struct source_event *ev = src->events;
+	bool csd = false;
+
+	for (size_t i = 0; i < src->nevents; i++)
+		if (!strcmp(ev[i].name, "csd_queue_cpu") && ev[i].present)
+			csd = true;
+	if (!strcmp(prog, "read_kernel_state"))
+		return !strcmp(src->name, "fentry");
+	for (size_t i = 0; i < src->nevents; i++) {
+		const char *fn = prog;
+
+		if (!ev[i].present)
+			continue;
+		if (ev[i].sys) {
+			if (strcmp(prog, ev[i].name))
+				continue;
+			return !(csd && !strncmp(prog, "ipi_send_", 9));
+		}
+		if (!strncmp(fn, "fentry_", 7))
+			fn += 7;
+		else if (!strncmp(fn, "fexit_", 6))
+			fn += 6;
+		else
+			continue;
+		if (!strcmp(fn, ev[i].name)) {
+			if (!strcmp(fn, "native_flush_tlb_multi"))
+				return fentry_has_tlbstate;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* What src counts on this kernel, before what the load tells. */
+static unsigned int source_caps(const struct tlbtop_source *src)
+{
+	unsigned int caps = src->caps;
+
+	for (size_t i = 0; i < src->nevents; i++)
+		if (!src->events[i].present)
+			caps &= ~src->events[i].caps;
+	if (!strcmp(src->name, "fentry")) {
+		if (!fentry_has_unmapped_pages)
+			caps &= ~CAP_PENDING;
+		if (!fentry_has_tlbstate)
+			caps &= ~CAP_ESTIMATE;
+	}
+	return caps;
 }
 
 /* Loading */
 
 struct tlbtop_bpf *load_and_attach(const struct tlbtop_source *src)
 {
+	struct bpf_program *prog;
 	struct tlbtop_bpf *skel;
 	unsigned long long ftf;
 	char err[128];
@@ -217,7 +387,17 @@ struct tlbtop_bpf *load_and_attach(const struct tlbtop_source *src)
 	skel->rodata->nr_cpu_words = (__u32)((st.ncpus + 63) / 64);
 	if (skel->rodata->nr_cpu_words > TLBTOP_MAX_MASK_WORDS)
 		skel->rodata->nr_cpu_words = TLBTOP_MAX_MASK_WORDS;
-	src->setup(src, skel);
+	st.caps = source_caps(src);
+	if (!strcmp(src->name, "fentry")) {
+		skel->rodata->boot_cpu_data_addr = kallsyms_addr("boot_cpu_data", false);
+		if (st.caps & CAP_POOL)
+			skel->rodata->asid_available_addr =
+				kallsyms_addr("global_asid_available", false);
+		if (!skel->rodata->asid_available_addr)
+			st.caps &= ~CAP_POOL;
+	}
+	bpf_object__for_each_program(prog, skel->obj)
+		bpf_program__set_autoload(prog, source_loads(src, bpf_program__name(prog)));
 
 	e = tlbtop_bpf__load(skel);
 	if (e) {
@@ -235,7 +415,37 @@ struct tlbtop_bpf *load_and_attach(const struct tlbtop_source *src)
 		tlbtop_bpf__destroy(skel);
 		exit(EXIT_ERROR);
 	}
+	st.source = src->name;
+	st.skel = skel;
+	st.invlpgb = -1;
+	if (!strcmp(src->name, "fentry")) {
+		source_refresh();
+		st.invlpgb = skel->data->invlpgb_enabled;
+		/*
+		 * Without INVLPGB in use, nothing is broadcast: what the
+		 * IPIs would have saved is the estimate.
+		 */
+		if (st.invlpgb != 1 && (st.caps & CAP_ESTIMATE)) {
+			st.estimate = true;
+			skel->bss->estimate = true;
+		}
+	}
+	if (!st.estimate)
+		st.caps &= ~CAP_ESTIMATE;
 	/* Count from now on, with every program in place. */
 	__atomic_store_n(&skel->bss->armed, 1, __ATOMIC_SEQ_CST);
 	return skel;
+}
+
+void source_refresh(void)
+{
+	LIBBPF_OPTS(bpf_test_run_opts, opts);
+	int fd;
+
+	if (!st.skel || !bpf_program__autoload(st.skel->progs.read_kernel_state))
+		return;
+	fd = bpf_program__fd(st.skel->progs.read_kernel_state);
+	if (bpf_prog_test_run_opts(fd, &opts) && env.verbose)
+		fprintf(stderr, "%s: reading the kernel's state failed: %s\n",
+			prog_name, strerror(errno));
 }

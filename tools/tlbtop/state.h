@@ -16,6 +16,7 @@
 #include "tlbtop.h"
 #include "debugfs.h"
 #include "rows.h"
+#include "source.h"
 
 struct tlbtop_bpf;
 
@@ -35,11 +36,17 @@ struct env {
 	bool verbose;
 	unsigned long interval;
 	unsigned long count;	/* 0: until a signal */
+	const char *source;	/* --source, NULL: chosen by probing */
 	int nargs;
 };
 
 struct state {
 	struct tlbtop_bpf *skel;
+	const char *source;	/* its name */
+	char kernel[65];	/* uname -r */
+	unsigned int caps;	/* CAP_* of source.h */
+	int invlpgb;		/* the kernel uses INVLPGB: 1, 0, -1 unknown */
+	bool estimate;		/* IPIs avoidable, not avoided */
 	int ncpus;
 	int fd_globals, fd_hist, fd_maxes, fd_procs[2], fd_mms;
 	void *pcpu_buf;		/* per-CPU values of one element */

@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -74,8 +75,14 @@ static const char doc[] =
 "    tlbtop -b -s flushes 1 3  # plain text, rows sorted by flushes\n"
 "    tlbtop -j 1 5             # one JSON object per interval, one at exit\n"
 "\n"
+"SOURCES: tracepoint needs the series' tlb: tracepoints (the patched kernel);\n"
+"fentry needs only upstream's functions (6.15 and later count global ASIDs and\n"
+"broadcasts; without INVLPGB in use, AVOIDABL is an estimate of the IPIs\n"
+"upstream's rule would turn into broadcasts). What a source cannot count is\n"
+"shown as - (null in JSON).\n"
+"\n"
 "Exit status: 0 done, 2 bad option or argument, 3 could not trace (not\n"
-"root, no BTF, a kernel without the tracepoints, load or attach failed).\n"
+"root, no BTF, a kernel without the source's events, load or attach failed).\n"
 "See docs/tlbtop.md for every field.";
 
 static const struct argp_option opts[] = {
@@ -85,6 +92,7 @@ static const struct argp_option opts[] = {
 	{ "noclear", 'C', NULL, 0, "Do not clear the screen", 0 },
 	{ "batch", 'b', NULL, 0, "Batch mode: plain text, no terminal control", 0 },
 	{ "json", 'j', NULL, 0, "One JSON object per interval and one at exit, a line each", 0 },
+	{ "source", 'S', "SOURCE", 0, "Where the counts come from: tracepoint (the series' tracepoints) or fentry (upstream's functions); default: the first the kernel has", 0 },
 	{ "verbose", 'v', NULL, 0, "Show libbpf's debug output", 0 },
 	{ NULL, 'h', NULL, OPTION_HIDDEN, "Show the full help", 0 },
 	{ 0 },
@@ -155,6 +163,12 @@ static error_t parse_arg(int key, char *arg, struct argp_state *state)
 		break;
 	case 'j':
 		env.json = true;
+		break;
+	case 'S':
+		if (strcmp(arg, "tracepoint") && strcmp(arg, "fentry"))
+			bad_usage(state, "option --source: unknown source '%s' (%s)",
+				  arg, source_names());
+		env.source = arg;
 		break;
 	case 'v':
 		env.verbose = true;
@@ -281,6 +295,7 @@ int main(int argc, char **argv)
 		.doc = doc,
 	};
 	const struct tlbtop_source *src;
+	struct utsname uts;
 	sigset_t sigs;
 	struct timespec wait;
 	__u64 next;
@@ -308,7 +323,10 @@ int main(int argc, char **argv)
 	st.ncpus = libbpf_num_possible_cpus();
 	if (st.ncpus <= 0)
 		die("cannot count the possible CPUs");
-	src = source_pick();
+	if (uname(&uts))
+		die("uname: %s", strerror(errno));
+	snprintf(st.kernel, sizeof(st.kernel), "%s", uts.release);
+	src = source_pick(env.source);
 	st.skel = load_and_attach(src);
 	st.fd_globals = bpf_map__fd(st.skel->maps.globals);
 	st.fd_hist = bpf_map__fd(st.skel->maps.hist);

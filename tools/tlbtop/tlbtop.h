@@ -44,6 +44,10 @@ struct tlbtop_global {
 	__u64 ipis_avoided;		/* sum of its cpus */
 	__u64 ipi_shootdowns;		/* sends of flush_tlb_func to other CPUs */
 	__u64 ipis_sent;		/* CPUs those sends went to */
+	__u64 ipis_avoidable;		/* fentry source without INVLPGB: the
+					 * ipis_sent of flushes of an mm that
+					 * upstream's rule gives a global ASID
+					 * (an estimate) */
 	__u64 multi_flushes;		/* tlb:tlb_flush, reason REMOTE_SEND_IPI */
 	__u64 remote_flushes;		/* tlb:tlb_flush, reason REMOTE_SHOOTDOWN */
 	__u64 local_flushes;		/* tlb:tlb_flush, reason LOCAL_(MM_)SHOOTDOWN */
@@ -68,6 +72,7 @@ struct tlbtop_proc {
 	__u64 ipis_sent;
 	__u64 bcast_flushes;
 	__u64 ipis_avoided;
+	__u64 ipis_avoidable;
 	__u64 local_only;
 	__u64 invlpgb;
 	__u64 invlpgb_pages;		/* 4K and 2M strides alike */
@@ -83,7 +88,9 @@ struct tlbtop_mm {
 	__u32 asid;
 	__u32 cpus;			/* mm_cpumask weight at assign */
 	__u32 pad;
-	__u64 assigned_ns;		/* bpf_ktime_get_ns() at assign */
+	__u64 transitioned;		/* fentry source: transition counted */
+	__u64 assigned_ns;		/* bpf_ktime_get_ns() at assign; 0: the
+					 * mm held it before tlbtop started */
 	char comm[TLBTOP_COMM_LEN];
 };
 
