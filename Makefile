@@ -76,7 +76,7 @@ $(INITRAMFS): guest-image/init guest-image/build-initramfs $(DEPS_STAMP)
 tools: kernel
 	$(MAKE) -s -C tools
 
-check: kernel guest tools qemu distro-kernel
+check: kernel guest tools qemu
 	tests/check
 
 check-upstream: kernel-upstream distro-kernel guest tools qemu

@@ -322,8 +322,9 @@ int BPF_PROG(tlb_flush, int reason, unsigned long pages)
  * Note that mm holds global ASID asid. The process is mm->owner's
  * (CONFIG_MEMCG), else the current task's.
  */
-static __always_inline void note_mm(struct mm_struct *mm, __u32 asid,
-				    __u32 cpus, __u64 assigned_ns)
+static __always_inline long note_mm_flags(struct mm_struct *mm, __u32 asid,
+					  __u32 cpus, __u64 assigned_ns,
+					  __u64 flags)
 {
 	struct task_struct *owner = NULL;
 	struct tlbtop_mm v = {};
@@ -341,7 +342,13 @@ static __always_inline void note_mm(struct mm_struct *mm, __u32 asid,
 	v.asid = asid;
 	v.cpus = cpus;
 	v.assigned_ns = assigned_ns;
-	bpf_map_update_elem(&mms, &key, &v, BPF_ANY);
+	return bpf_map_update_elem(&mms, &key, &v, flags);
+}
+
+static __always_inline void note_mm(struct mm_struct *mm, __u32 asid,
+				    __u32 cpus, __u64 assigned_ns)
+{
+	note_mm_flags(mm, asid, cpus, assigned_ns, BPF_ANY);
 }
 
 SEC("tp_btf/broadcast_flush")
@@ -685,7 +692,7 @@ int BPF_PROG(fexit_flush_tlb_mm_range, struct mm_struct *mm,
 	struct call_state *cs;
 	struct tlbtop_proc *p;
 	struct tlbtop_mm *m;
-	__u32 asid;
+	__u32 asid, cpus;
 
 	cs = bpf_map_lookup_elem(&calls, &tid);
 	if (!cs || !g)
@@ -702,15 +709,23 @@ int BPF_PROG(fexit_flush_tlb_mm_range, struct mm_struct *mm,
 		 * is counted once, by whoever sets assigned_ns.
 		 */
 		now = bpf_ktime_get_ns();
+		cpus = mask_others(mm_mask(mm)) + 1;
 		m = bpf_map_lookup_elem(&mms, &key);
-		if (!m || m->asid != asid) {
-			note_mm(mm, asid, mask_others(mm_mask(mm)) + 1, now);
+		if (m && m->asid != asid) {	/* an mm freed and reused */
+			bpf_map_delete_elem(&mms, &key);
 			m = NULL;
-		} else if (__sync_val_compare_and_swap(&m->assigned_ns, 0, now)) {
-			goto transition;	/* counted by another thread */
-		} else {
-			m->cpus = mask_others(mm_mask(mm)) + 1;
 		}
+		if (!m) {
+			if (!note_mm_flags(mm, asid, cpus, now, BPF_NOEXIST))
+				goto counted;
+			m = bpf_map_lookup_elem(&mms, &key);	/* lost the race */
+			if (!m)
+				goto transition;
+		}
+		if (__sync_val_compare_and_swap(&m->assigned_ns, 0, now))
+			goto transition;	/* counted by another thread */
+		m->cpus = cpus;
+counted:
 		g->asid_assigns++;
 		read_available();
 		p = proc();

@@ -10,41 +10,6 @@ t=$(mktemp -d)
 T=$TOOLS/tlbtop/tlbtop
 FLUSH=$TOOLS/tlbflush/tlbflush
 
-# jl FILE EXPR: EXPR in Python over the JSON lines of FILE: I is the list
-# of interval objects, S the summary (None if there is none).
-jl() {
-	python3 -c '
-import json, sys
-L = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
-I = [o for o in L if o.get("type") == "interval"]
-S = ([o for o in L if o.get("type") == "summary"] or [None])[-1]
-print(eval(sys.argv[2]))' "$1" "$2"
-}
-
-# within NAME GOT WANT PCT: GOT is within PCT % of WANT (WANT > 0).
-within() {
-	if python3 -c 'import sys; g, w, p = float(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3]); sys.exit(0 if w > 0 and abs(g - w) <= w * p / 100 else 1)' "$2" "$3" "$4" 2>/dev/null; then
-		pass "$1 ($2 vs $3)"
-	else
-		fail "$1 ($2 vs $3)" "expected within $4 %"
-	fi
-}
-
-# start_tlbtop OUT ERR ARGS...: tlbtop in the background, attached when it
-# returns; its PID in $tp.
-start_tlbtop() {
-	local o=$1 e=$2
-	shift 2
-	"$T" "$@" >"$o" 2>"$e" &
-	tp=$!
-	for _ in $(seq 1 600); do
-		grep -q '^Tracing' "$e" && return 0
-		kill -0 "$tp" 2>/dev/null || return 1
-		sleep 0.1
-	done
-	return 1
-}
-
 if [ ! -x "$T" ]; then
 	fail "tlbtop is built" "no $T: make -C tools"
 	exit 0
@@ -76,12 +41,7 @@ perf stat -a -x, -o "$t/perf.csv" \
 	-- "$FLUSH" -t 8 -c 0-7 -d 6 --json >"$t/flush.json"
 rc=$?
 expect_eq "tlbflush under perf stat exits 0" 0 "$rc"
-sleep 1.5
-settle_cpus
-sleep 1.2
-kill -INT "$tp"
-wait "$tp"
-expect_eq "tlbtop -j exits 0 on SIGINT" 0 "$?"
+end_tlbtop
 a1=$(btlb global_asid assigned) f1=$(btlb global_asid freed)
 no_progs_left "after SIGINT no tlbtop program is loaded"
 

@@ -103,16 +103,17 @@ static bool btf_has_member(const struct btf *btf, const char *sname,
 }
 
 /*
- * A symbol's address from /proc/kallsyms: name itself, or with
- * 'suffixes' set also name.<suffix> (a static function the compiler
- * renamed). 0 when the kernel has no such symbol; die() when it hides
- * the addresses.
+ * A symbol's address from /proc/kallsyms: name itself, or, with
+ * 'suffixes' set and no such symbol, name.<suffix> (a static function the
+ * compiler renamed, name.isra.0 say), never name.cold (the function's
+ * unlikely part, split off). 0 when the kernel has no such symbol; die()
+ * when it hides the addresses.
  */
 static unsigned long long kallsyms_addr(const char *name, bool suffixes)
 {
 	FILE *f = fopen("/proc/kallsyms", "r");
 	char line[512], sym[256], type;
-	unsigned long long addr, found = 0;
+	unsigned long long addr, exact = 0, renamed = 0;
 	size_t len = strlen(name);
 	bool seen = false;
 
@@ -121,18 +122,22 @@ static unsigned long long kallsyms_addr(const char *name, bool suffixes)
 	while (fgets(line, sizeof(line), f)) {
 		if (sscanf(line, "%llx %c %255s", &addr, &type, sym) != 3)
 			continue;
-		if (strcmp(sym, name) &&
-		    !(suffixes && !strncmp(sym, name, len) && sym[len] == '.'))
-			continue;
-		seen = true;
-		found = addr;
-		break;
+		if (!strcmp(sym, name)) {
+			seen = true;
+			exact = addr;
+			break;
+		}
+		if (suffixes && !strncmp(sym, name, len) && sym[len] == '.' &&
+		    strcmp(sym + len, ".cold") && !renamed) {
+			seen = true;
+			renamed = addr;
+		}
 	}
 	fclose(f);
-	if (seen && !found)
+	if (seen && !exact && !renamed)
 		die("/proc/kallsyms hides %s's address (kernel.kptr_restrict?): run tlbtop as root",
 		    name);
-	return found;
+	return exact ? exact : renamed;
 }
 
 /* flush_tlb_func's address (a static function). */
