@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # boot: soft
 # tlbtop's error paths: bad options and arguments (exit 2 with the usage),
-# not root, no BTF, a kernel without the series' tracepoints (exit 3 with
-# a message that names what is missing), and none of them leaves a BPF
+# not root, no BTF, a kernel without the series' tracepoints (fentry is
+# taken; forced, exit 3 with a message that names what is missing), a
+# kernel without either source, and none of them leaves a BPF
 # program loaded.
 . "$(dirname "$0")/../lib.sh"
 t=$(mktemp -d)
@@ -58,28 +59,55 @@ expect_err "not root exits 3 and says so" 3 "needs root" \
 expect_err "no BTF exits 3 and says so" 3 "the kernel has no BTF" \
 	unshare -m sh -c 'mount -t tmpfs none /sys/kernel/btf && exec "$0" -b 1 1' "$T"
 
-# A kernel without the series' events. On the patched kernel, show tlbtop
-# BTF in which one tracepoint's name is misspelt (same length, so the
-# BTF stays valid), bind-mounted over /sys/kernel/btf/vmlinux.
-msg='tlbtop: the kernel has no tracepoint tlb:broadcast_flush: boot the patched kernel \(make kernel\)'
-if grep -qa btf_trace_broadcast_flush /sys/kernel/btf/vmlinux; then
-	python3 - "$t/vmlinux.btf" <<'EOF'
+expect_err "an unknown --source exits 2" 2 "unknown source 'nope' \(tracepoint, fentry\)" \
+	"$T" --source=nope -b 1 1
+
+# "${with_btf[@]}" FILE CMD...: CMD with FILE bind-mounted over the
+# kernel's BTF (a command, not a function: run_t runs it under timeout).
+with_btf=(unshare -m sh -c 'mount --bind "$0" /sys/kernel/btf/vmlinux && exec "$@"')
+
+# fake_btf OUT NAME...: the kernel's BTF with each NAME misspelt (its last
+# letter X, so the length and the BTF stay valid): a kernel without them.
+fake_btf() {
+	python3 -c '
 import sys
-d = open('/sys/kernel/btf/vmlinux', 'rb').read()
-old = b'\0btf_trace_broadcast_flush\0'
-assert d.count(old) == 1
-open(sys.argv[1], 'wb').write(d.replace(old, b'\0btf_trace_broadcast_flusX\0'))
-EOF
-	expect_err "a kernel without tlb:broadcast_flush: exit 3, the event named" 3 "$msg" \
-		unshare -m sh -c 'mount --bind "$1" /sys/kernel/btf/vmlinux && exec "$0" -b 1 1' "$T" "$t/vmlinux.btf"
-	if grep -q 'global_asid_assign\|tlbsync_wait' "$t/err"; then
-		fail "only the missing event is named" "$(cat "$t/err")"
+d = open("/sys/kernel/btf/vmlinux", "rb").read()
+for n in sys.argv[2:]:
+    old = b"\0" + n.encode() + b"\0"
+    assert d.count(old) == 1, n
+    d = d.replace(old, old[:-2] + b"X\0")
+open(sys.argv[1], "wb").write(d)
+' "$@"
+}
+
+# A kernel without the series' events, as upstream is. On the patched
+# kernel, show tlbtop BTF in which one tracepoint's name is misspelt.
+tp_msg='tlbtop: source tracepoint: the kernel has no tracepoint tlb:broadcast_flush: boot the patched kernel \(make kernel\), or use --source=fentry'
+fn_msg='tlbtop: source fentry: the kernel has no function flush_tlb_mm_range in its BTF'
+if grep -qa btf_trace_broadcast_flush /sys/kernel/btf/vmlinux; then
+	fake_btf "$t/tp.btf" btf_trace_broadcast_flush
+	expect_err "--source=tracepoint on a kernel without tlb:broadcast_flush: exit 3, the event named" 3 "$tp_msg" \
+		"${with_btf[@]}" "$t/tp.btf" "$T" --source=tracepoint -b 1 1
+	expect_eq "only the missing event is named" 1 "$(grep -c 'has no' "$t/err")"
+	run_t "$t/out" "$t/err" "${with_btf[@]}" "$t/tp.btf" "$T" -b 1 1
+	if [ "$rc" -eq 0 ] && grep -q '  source: fentry, ' "$t/out"; then
+		pass "without the series' tracepoints tlbtop falls back to source fentry"
 	else
-		pass "only the missing event is named"
+		fail "without the series' tracepoints tlbtop falls back to source fentry" \
+			"status $rc" "$(head -n 4 "$t/out" "$t/err")"
+	fi
+	fake_btf "$t/none.btf" btf_trace_broadcast_flush flush_tlb_mm_range
+	expect_err "a kernel with neither source: exit 3, each source's lack named" 3 "$fn_msg" \
+		"${with_btf[@]}" "$t/none.btf" "$T" -b 1 1
+	if grep -Eq -- "$tp_msg" "$t/err"; then
+		pass "the tracepoint source's lack is named too"
+	else
+		fail "the tracepoint source's lack is named too" "$(cat "$t/err")"
 	fi
 else
-	diag "this kernel has no tlb:broadcast_flush: tlbtop must say so"
-	expect_err "a kernel without tlb:broadcast_flush: exit 3, the event named" 3 "$msg" "$T" -b 1 1
+	diag "this kernel has no tlb:broadcast_flush: --source=tracepoint must say so"
+	expect_err "--source=tracepoint on a kernel without tlb:broadcast_flush: exit 3, the event named" 3 "$tp_msg" \
+		"$T" --source=tracepoint -b 1 1
 fi
 expect_eq "no tlbtop program is loaded after the errors" 0 "$(tlbtop_progs)"
 rm -rf "$t"
