@@ -288,3 +288,54 @@ end_tlbtop() {
 	wait "$tp"
 	expect_eq "tlbtop -j exits 0 on SIGINT" 0 "$?"
 }
+
+# run_bt SCRIPT SECONDS WORKLOAD...: start bpftrace SCRIPT, wait until it
+# has attached (compiling under TCG takes seconds, and a busy guest starves
+# it), run WORKLOAD, and print what bpftrace printed when SIGINT stopped it
+# after WORKLOAD (or after SECONDS at the latest). Both outputs stay in $t,
+# the test's scratch directory: SCRIPT's name with .out and .wl.
+run_bt() {
+	local script=$1 secs=$2 out=${t:-/tmp}/$(basename "$1").out
+	local kfuncs links
+	shift 2
+	timeout -s INT "$secs" bpftrace "$script" >"$out" 2>&1 &
+	local bpid=$!
+	for _ in $(seq 1 600); do
+		grep -q '^Attaching' "$out" && break
+		sleep 0.1
+	done
+	# bpftrace says "Attaching" before it attaches. Its kfunc probes
+	# patch kernel text, which under TCG is best done with the workload
+	# not yet running (docs/tlbtop.md, "7.x under TCG"): wait, 60 s at
+	# most, for their links (one a probe line; bpftool of Debian 12 does
+	# not name a link's process, so the test's other tools must be gone).
+	kfuncs=$(grep -Ec '^kr?(et)?func:' "$script")
+	local end=$((SECONDS + 60))
+	while [ "$kfuncs" -gt 0 ] && [ "$SECONDS" -lt "$end" ]; do
+		links=$(bpftool -j link show 2>/dev/null | jq '[.[] | select(.type == "tracing")] | length')
+		[ "${links:-0}" -ge "$kfuncs" ] && break
+		sleep 0.2
+	done
+	sleep 1
+	"$@" >"${out%.out}.wl" 2>&1
+	sleep 1
+	kill -INT "$bpid" 2>/dev/null
+	wait "$bpid"
+	cat "$out"
+}
+
+# uses_invlpgb: true when the running kernel uses INVLPGB: the CPU feature
+# bit (word 13, bit 3 of boot_cpu_data's capabilities), which a CPU without
+# it, tlbi=ipi or PTI leave clear. For kernels with no debugfs file of the
+# series' to ask; read through bpftrace, whose BEGIN patches no text.
+uses_invlpgb() {
+	[ "$(bpftrace -e 'BEGIN { printf("%d\n", (((struct cpuinfo_x86 *)kaddr("boot_cpu_data"))->x86_capability[13] >> 3) & 1); exit(); }' 2>/dev/null | grep -x '[01]')" = 1 ]
+}
+
+# run_bt_reclaim SCRIPT: run_bt SCRIPT over the reclaim workload (memory
+# cgroup reclaim to zram swap); fails, printing nothing, without zram.
+run_bt_reclaim() {
+	setup_zram 1G || return 1
+	run_bt "$1" 180 "$TOOLS/reclaim/reclaim" -m 192M -f 32M -p 2 -t 4 \
+		-D /tmp --cgroup /sys/fs/cgroup/bt-reclaim --limit 96M -q
+}

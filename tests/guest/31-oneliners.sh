@@ -6,27 +6,6 @@
 t=$(mktemp -d)
 bt=$TOOLS/bpftrace
 
-# run_bt SCRIPT SECONDS WORKLOAD...: start bpftrace SCRIPT, wait until it
-# has attached (compiling under TCG takes seconds, and a busy guest starves
-# it), run WORKLOAD, and print what bpftrace printed when SIGINT stopped it
-# after WORKLOAD (or after SECONDS at the latest).
-run_bt() {
-	local script=$1 secs=$2 out=$t/$(basename "$1").out
-	shift 2
-	timeout -s INT "$secs" bpftrace "$script" >"$out" 2>&1 &
-	local bpid=$!
-	for _ in $(seq 1 600); do
-		grep -q '^Attaching' "$out" && break
-		sleep 0.1
-	done
-	sleep 1
-	"$@" >/dev/null 2>&1
-	sleep 1
-	kill -INT "$bpid" 2>/dev/null
-	wait "$bpid"
-	cat "$out"
-}
-
 flush8() { "$TOOLS/tlbflush/tlbflush" -t 8 -c 0-7 -d "$1" -q; }
 
 settle_cpus
@@ -73,17 +52,14 @@ else
 	fail "asid-churn.bt: assign and free churn by command with the pool's level" "$(tail -n 12 <<<"$out")"
 fi
 
-if setup_zram 1G; then
-	out=$(run_bt "$bt/reclaim-flushes.bt" 180 "$TOOLS/reclaim/reclaim" -m 192M -f 32M -p 2 -t 4 \
-		-D /tmp --cgroup /sys/fs/cgroup/bt-reclaim --limit 96M -q)
-	if grep -qE '^@tlbbatch_flushes: [1-9]' <<<"$out" && grep -qE '^@reclaimed_pages: [1-9]' <<<"$out"; then
-		pass "reclaim-flushes.bt: tlbbatch flushes per second beside reclaimed pages"
-		diag "$(grep -m3 -E '^@(tlbbatch_flushes|reclaimed_pages|ipis): [1-9]' <<<"$out")"
-	else
-		fail "reclaim-flushes.bt: tlbbatch flushes per second beside reclaimed pages" "$(tail -n 8 <<<"$out")"
-	fi
+name="reclaim-flushes.bt: tlbbatch flushes per second beside reclaimed pages"
+if ! out=$(run_bt_reclaim "$bt/reclaim-flushes.bt"); then
+	fail "$name" "no zram swap"
+elif grep -qE '^@tlbbatch_flushes: [1-9]' <<<"$out" && grep -qE '^@reclaimed_pages: [1-9]' <<<"$out"; then
+	pass "$name"
+	diag "$(grep -m3 -E '^@(tlbbatch_flushes|reclaimed_pages|ipis): [1-9]' <<<"$out")"
 else
-	fail "reclaim-flushes.bt: tlbbatch flushes per second beside reclaimed pages" "no zram swap"
+	fail "$name" "$(tail -n 8 <<<"$out")"
 fi
 dmesg_clean "dmesg is clean"
 rm -rf "$t"

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# scripts/guest-run: exit status, CPUs, usage errors, a missing kernel.
+# scripts/guest-run: exit status, CPUs, usage errors, a missing kernel,
+# boot profiles.
 . "$(dirname "$0")/../lib.sh"
 gr=$TOP/scripts/guest-run
 
@@ -25,6 +26,19 @@ if [ "$rc" -ne 0 ] && grep -q 'no kernel at /nonexistent/bzImage' <<<"$out"; the
 	pass "a missing kernel: clear message, non-zero exit"
 else
 	fail "a missing kernel: clear message, non-zero exit" "status $rc: $out"
+fi
+
+out=$("$gr" --profile nope -- true 2>&1); rc=$?
+if [ "$rc" -eq 2 ] && grep -q "no boot profile 'nope' in tests/profiles" <<<"$out"; then
+	pass "an unknown --profile: exit 2, named"
+else
+	fail "an unknown --profile: exit 2, named" "status $rc: $out"
+fi
+out=$("$gr" --profile soft --append quiet -- cat /proc/cmdline 2>&1)
+if [[ " $out " == *" invlpgb=soft "* && " $out " == *" quiet "* ]]; then
+	pass "--profile soft boots with its command line, and --append adds to it"
+else
+	fail "--profile soft boots with its command line, and --append adds to it" "$out"
 fi
 
 out=$("$gr" --timeout 3 -- sleep 60 2>&1); rc=$?
