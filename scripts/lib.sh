@@ -41,6 +41,29 @@ stage_done() {
 		"$(echo "$now - $_stage_start" | bc)"
 }
 
+# run_progress WHAT KIND LOG CMD...: run CMD (a function will do) with its
+# output in LOG, and progress on stderr from scripts/progress (KIND: kbuild,
+# ninja or lines; the expected count is the last successful run's). On
+# failure: the log's last lines and its path, and CMD's status.
+run_progress() {
+	local what=$1 kind=$2 log=$3 rc
+	shift 3
+	mkdir -p "$(dirname "$log")"
+	printf '    %s: full output in %s\n' "$what" "${log#"$TOP"/}"
+	{ "$@" </dev/null 2>&1; echo $? >"$log.rc"; } |
+		"$TOP/scripts/progress" --what "$what" --kind "$kind" --log "$log"
+	rc=$(cat "$log.rc" 2>/dev/null || echo 1)
+	rm -f "$log.rc"
+	if [ "$rc" -ne 0 ]; then
+		printf '%s: %s failed (status %s); the last lines of %s:\n' "$PROG" \
+			"$what" "$rc" "${log#"$TOP"/}" >&2
+		tail -n 40 "$log" | sed 's/^/  | /' >&2
+		rm -f "$log.count.new"
+		return "$rc"
+	fi
+	mv -f "$log.count.new" "$log.count" 2>/dev/null || true
+}
+
 # apt_private DIR LINE...: an apt that reads only the sources LINEs, with
 # its lists and cache under DIR, so that the host's apt configuration stays
 # as it is. Sets APT_OPTS for apt-get and apt-cache; runs 'apt-get update'
@@ -109,7 +132,8 @@ kmake() {
 	cc=$CC_CACHED
 	KBUILD_BUILD_TIMESTAMP=${KBUILD_BUILD_TIMESTAMP:-'2026-01-01'} \
 	KBUILD_BUILD_USER=tlb KBUILD_BUILD_HOST=guest \
-		make -s CC="$cc" HOSTCC="$cc" "$@"
+		make "$([ -n "${KMAKE_VERBOSE:-}" ] && echo --no-print-directory || echo -s)" \
+			CC="$cc" HOSTCC="$cc" "$@"
 }
 
 # tree_fragment SRC IN OUT: the fragment IN less the options that the tree
