@@ -4,12 +4,13 @@
 
 TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD=${BUILD:-$TOP/build}
-# The QEMU of `make qemu`, whose CPU has PCID, INVPCID and INVLPGB (qemu/).
-HW_QEMU=$BUILD/qemu/qemu-system-x86_64
-# Its CPU for check-mutants' hw mode: invlpgb-strict=on holds every remote
-# invalidation until the issuing vCPU's TLBSYNC, the latest that the
-# architecture allows, so that a missing or misplaced TLBSYNC leaves
-# stale entries for the tests to find (docs/qemu.md).
+# The QEMU of `make qemu`, whose CPU has PCID, INVPCID and INVLPGB (qemu/);
+# HW_QEMU in the environment names another build (e.g. an older series).
+HW_QEMU=${HW_QEMU:-$BUILD/qemu/qemu-system-x86_64}
+# Its CPU for every hw profile: invlpgb-strict=on holds each INVLPGB, on
+# the issuing vCPU and on the others, until the issuer's TLBSYNC, the
+# latest that the architecture allows, so that a missing or misplaced
+# TLBSYNC leaves stale entries for the tests to find (docs/qemu.md).
 HW_CPU=max,invlpgb-strict=on
 # shellcheck source=scripts/versions
 . "$TOP/scripts/versions"
@@ -230,8 +231,8 @@ profile_flavor() {
 
 # profile_guest_args NAME: the guest-run options of boot profile NAME
 # besides its command line, in the array GUEST_ARGS. Profiles named hw,
-# hw-* or *-hw boot on the emulated INVLPGB CPU of make qemu; the upstream
-# and distro ones on its strict mode (HW_CPU), the others on its default.
+# hw-* or *-hw boot on the emulated INVLPGB CPU of make qemu, in its
+# strict mode (HW_CPU).
 profile_guest_args() {
 	GUEST_ARGS=()
 	case $(profile_flavor "$1") in
@@ -239,8 +240,7 @@ profile_guest_args() {
 	distro) GUEST_ARGS+=(--kernel "$DISTRO_KERNEL" --initrd "$DISTRO_INITRD") ;;
 	esac
 	case $1 in
-	hw | hw-*) GUEST_ARGS+=(--qemu "$HW_QEMU") ;;
-	*-hw) GUEST_ARGS+=(--qemu "$HW_QEMU" --cpu "$HW_CPU") ;;
+	hw | hw-* | *-hw) GUEST_ARGS+=(--qemu "$HW_QEMU" --cpu "$HW_CPU") ;;
 	esac
 }
 

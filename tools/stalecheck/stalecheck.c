@@ -34,6 +34,12 @@
  * pages at once (one remap, mprotect or MADV_DONTNEED of the whole range,
  * so one ranged TLB flush); each reader reads the pages of A in turn.
  *
+ * With --alone, A starts a 2 MiB-aligned area where nothing else is
+ * mapped (guard mappings fill the 2 MiB areas on both sides), so each
+ * remap also frees the page table that held A's 4 KiB entries: the flush
+ * then covers cleared PTEs and a cleared PMD at once. Whether the area
+ * stayed empty is checked in /proc/self/maps at the end ("alone").
+ *
  * After every publication the writer waits (up to a timeout) until every
  * reader has completed a read that began after seeing it, so each reader
  * holds a translation of the current page in its TLB before the next
@@ -137,6 +143,9 @@ static uint64_t cfg_inject;	/* every Nth change published before it is made */
 static size_t page_size;
 static unsigned npages = 1;	/* A's length in pages (--pages) */
 static size_t span;		/* npages * page_size: A, and each slot */
+static bool cfg_alone;		/* A alone in its 2 MiB (--alone) */
+
+#define AREA_2M		(2UL << 20)
 static char *page_a;		/* the address A */
 static char *slots_w;		/* W: MAP_SHARED view of the memfd */
 static int memfd = -1;
@@ -416,6 +425,8 @@ static void usage(void)
 "  -p, --pages=N        A is N pages, 1..64 (default 1): each change covers\n"
 "                       all of them, one ranged TLB flush; readers read the\n"
 "                       pages in turn\n"
+"  -A, --alone          put A alone in a 2 MiB-aligned area, so that each\n"
+"                       remap frees its page table too\n"
 "  -i, --interval=SECS  print progress every SECS seconds (to stderr with\n"
 "                       --json)\n"
 "  -q, --quiet          print only the summary line\n"
@@ -430,6 +441,53 @@ static void usage(void)
 "Exit status: 0 no stale read (with --expect-stale: at least one), 1 the\n"
 "opposite, 2 bad option or argument, 3 a system call failed.\n",
 	       prog_name, MAX_READERS);
+}
+
+/*
+ * Map A for --alone: reserve 6 MiB, keep the 2 MiB-aligned area that
+ * follows the first 2 MiB of it for A and nothing else, and leave the
+ * rest reserved (PROT_NONE) so that no other mapping lands beside A in
+ * the area.
+ */
+static void *map_alone(int fd)
+{
+	uintptr_t base, area;
+	void *res, *a;
+
+	res = mmap(NULL, 3 * AREA_2M, PROT_NONE,
+		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (res == MAP_FAILED)
+		return MAP_FAILED;
+	base = (uintptr_t)res;
+	area = ((base + AREA_2M - 1) & ~(AREA_2M - 1)) + AREA_2M;
+	if (munmap((void *)area, AREA_2M))
+		return MAP_FAILED;
+	a = mmap((void *)area, span, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_FIXED, fd, 0);
+	return a;
+}
+
+/* Whether A is still the only mapping in its 2 MiB area: -1 if unknown */
+static int area_alone(const void *a)
+{
+	uintptr_t lo = (uintptr_t)a & ~(AREA_2M - 1), hi = lo + AREA_2M;
+	uintptr_t as = (uintptr_t)a, ae = as + span;
+	unsigned long start, end;
+	char line[512];
+	int alone = 1;
+	FILE *f;
+
+	f = fopen("/proc/self/maps", "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%lx-%lx", &start, &end) != 2)
+			continue;
+		if (start < hi && end > lo && (start < as || end > ae))
+			alone = 0;
+	}
+	fclose(f);
+	return alone;
 }
 
 static int cmp_rec(const void *a, const void *b)
@@ -457,6 +515,7 @@ int main(int argc, char **argv)
 		{ "duration",     required_argument, NULL, 'd' },
 		{ "reads",        required_argument, NULL, 'n' },
 		{ "pages",        required_argument, NULL, 'p' },
+		{ "alone",        no_argument,       NULL, 'A' },
 		{ "interval",     required_argument, NULL, 'i' },
 		{ "quiet",        no_argument,       NULL, 'q' },
 		{ "json",         no_argument,       NULL, OPT_JSON },
@@ -473,6 +532,7 @@ int main(int argc, char **argv)
 	uint64_t m_checked[NMODES] = { 0 }, m_faults[NMODES] = { 0 };
 	uint64_t m_stale[NMODES] = { 0 };
 	bool quiet = false, json = false, expect_stale = false;
+	int alone;
 	struct stale_rec all[MAX_RECS * 4];
 	struct sigaction sa;
 	char rbuf[512];
@@ -481,7 +541,7 @@ int main(int argc, char **argv)
 
 	prog_name = "stalecheck";
 	argv[0] = (char *)prog_name;	/* getopt's messages name the tool */
-	while ((opt = getopt_long(argc, argv, "m:r:c:w:d:n:p:i:qh", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "m:r:c:w:d:n:p:Ai:qh", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'm':
 			if (!strcmp(optarg, "all"))
@@ -516,6 +576,9 @@ int main(int argc, char **argv)
 			break;
 		case 'p':
 			npages = (unsigned)opt_u64("-p", optarg, 1, 64);
+			break;
+		case 'A':
+			cfg_alone = true;
 			break;
 		case 'i':
 			interval = opt_seconds("-i", optarg, 0, 86400);
@@ -580,8 +643,11 @@ int main(int argc, char **argv)
 	if (slots_w == MAP_FAILED)
 		fatal_errno("mmap of the memfd");
 	store_slot(0, 1);
-	page_a = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE,
-		      memfd, 0);
+	if (cfg_alone)
+		page_a = map_alone(memfd);
+	else
+		page_a = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE,
+			      memfd, 0);
 	if (page_a == MAP_FAILED)
 		fatal_errno("mmap of the test page");
 	publish(1, K_RW, cfg_mode == M_ALL ? M_REMAP : cfg_mode);
@@ -715,6 +781,13 @@ int main(int argc, char **argv)
 	}
 	if (ret == EXIT_PASS && (expect_stale ? stale == 0 : stale != 0))
 		ret = EXIT_CHECK;
+	alone = cfg_alone ? area_alone(page_a) : -1;
+	if (cfg_alone && alone != 1) {
+		fprintf(stderr, "%s: error: %s\n", prog_name, alone < 0 ?
+			"cannot read /proc/self/maps to check --alone" :
+			"another mapping landed in A's 2 MiB area: --alone did not hold");
+		ret = EXIT_ERROR;
+	}
 	cpulist_format(&(struct cpulist){ .n = nreaders < rcpus.n ? nreaders : rcpus.n,
 					  .cpu = rcpus.cpu }, rbuf, sizeof(rbuf));
 
@@ -726,6 +799,10 @@ int main(int argc, char **argv)
 		json_str(&j, "tool", "stalecheck");
 		json_str(&j, "mode", cfg_mode == M_ALL ? "all" : mode_name[cfg_mode]);
 		json_u64(&j, "pages", npages);
+		if (cfg_alone)
+			json_bool(&j, "alone", alone == 1);
+		else
+			json_null(&j, "alone");
 		json_i64(&j, "writer_cpu", wcpu);
 		json_u64(&j, "readers", (uint64_t)nreaders);
 		json_str(&j, "reader_cpus", rbuf);
