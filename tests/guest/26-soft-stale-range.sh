@@ -51,18 +51,30 @@ else
 		"$total broadcast flushes, ${whole:-0} of them of the whole address space"
 fi
 
-# The same range alone in its 2 MiB area (stalecheck --alone, remap mode):
+# The same range alone in its 2 MiB area (stalecheck --alone, all modes):
 # each remap then frees the page table that held A's 4 KiB entries too, so
-# the flush covers cleared PTEs and a cleared PMD at once. It must still
-# invalidate each 4 KiB page: a flush at the PMD stride there (the class
-# of upstream's flush_tlb_range() fix for zapped normal PMDs) visits one
-# address per 2 MiB and leaves the other pages' entries behind.
-"$TOOLS/stalecheck/stalecheck" -p "$pages" -A -m remap -d 10 --json >"$t/alone.json"
+# its flush covers cleared PTEs and a freed page table at once. It must
+# still invalidate each 4 KiB page: a flush at the PMD stride there (the
+# class of upstream's flush_tlb_range() fix for zapped normal PMDs) visits
+# one address per 2 MiB and leaves the other pages' entries behind. All
+# modes, not remap alone: with remaps only, the readers fault and sleep on
+# the mmap lock, their CPUs go lazy and the process never gets a global
+# ASID, so no such flush would be a broadcast one.
+trace_on broadcast_flush
+"$TOOLS/stalecheck/stalecheck" -p "$pages" -A -d 10 --json >"$t/alone.json"
 rc=$?
-diag "stalecheck --alone: $(json "$t/alone.json" '"alone %s, %d checked reads, %d writer rounds, %d stale" % (j["alone"], j["checked_reads"], j["writer_rounds"], j["stale_reads"])' 2>&1)"
+trace_off
+freed=$(grep -c ' broadcast_flush: .*freed_tables=1' /sys/kernel/tracing/trace)
+diag "stalecheck --alone: $(json "$t/alone.json" '"alone %s, %d checked reads, %d writer rounds, %d stale" % (j["alone"], j["checked_reads"], j["writer_rounds"], j["stale_reads"])' 2>&1); $freed broadcast flushes that freed page tables"
 expect_eq "stalecheck --alone exits 0" 0 "$rc"
 expect_eq "A stayed alone in its 2 MiB area" True "$(json "$t/alone.json" 'j["alone"]' 2>&1)"
 expect_eq "no stale read on any of the $pages pages after remaps that free the page table" 0 \
 	"$(json "$t/alone.json" 'j["stale_reads"]' 2>&1)"
+if [ "$freed" -ge 3 ]; then
+	pass "remaps that freed the page table were broadcast flushes ($freed)"
+else
+	fail "remaps that freed the page table were broadcast flushes ($freed)" \
+		"the process had no global ASID while it remapped"
+fi
 dmesg_clean "dmesg is clean"
 rm -rf "$t"
